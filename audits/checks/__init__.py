@@ -1,0 +1,3 @@
+"""Every family of checks; importing this package registers them all."""
+
+from audits.checks import budgets, layout, metadata, requirements, significance, valdata  # noqa: F401

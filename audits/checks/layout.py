@@ -1,0 +1,126 @@
+"""Rules about where the submission sits and which files it has."""
+
+from __future__ import annotations
+
+import datetime
+import re
+
+from audits.findings import Severity
+from audits.registry import check, found
+from audits.submission import ENTRY_SCRIPT, TRACKS, display_name
+
+_TRACK_DIRS = tuple(f"records/{name}/" for name in TRACKS)
+_FOLDER = re.compile(r"^(\d{4})-(\d{2})-(\d{2})_(\S+)$")
+
+
+@check("LAYOUT_NOT_SINGLE_FOLDER")
+def layout_not_single_folder(sub, options):
+    """What it checks: with `--base REF`, the change between REF and HEAD adds files in exactly one
+    new folder `records/track_10min_16mb/<name>/` (or `track_non_record_16mb`) and touches nothing
+    else: no edits, deletions or additions anywhere outside it.
+
+    Why it matters: the README asks for "a pull request that only adds a new folder". PR #1204's
+    merge deleted another record's folder; PRs #1143, #1289 and #1319 were refused for extra or
+    misplaced files.
+
+    Illegal: a second records folder; an edited root README or workflow; a deleted file anywhere;
+    a folder placed under `parameter-golf/records/...`.
+
+    Legal: only `A` (added) paths, all under one new folder of a track.
+
+    Known limits: without `--base` the change is unknown and only an INFO note is made. Renames are
+    reported as a deletion plus an addition.
+    """
+    if sub.changes is None:
+        yield found("LAYOUT_NOT_SINGLE_FOLDER", "the change was not checked (no --base given)",
+                    severity=Severity.INFO,
+                    hint="Run `pgolf audit REPO --base main` on a checkout to check the PR's layout.")
+        return
+    folders = sorted({_folder_of(path) for status, path in sub.changes if _folder_of(path)})
+    if len(folders) > 1:
+        yield found("LAYOUT_NOT_SINGLE_FOLDER",
+                    f"the change adds {len(folders)} records folders: " + ", ".join(folders),
+                    hint="Open one PR per submission.")
+    outside = [(s, p) for s, p in sub.changes if not _folder_of(p)]
+    for status, path in outside[:20]:
+        verb = {"A": "adds", "M": "modifies", "D": "deletes"}.get(status, f"changes ({status})")
+        yield found("LAYOUT_NOT_SINGLE_FOLDER", f"the change {verb} {display_name(path)}, outside "
+                    "any records folder", file=display_name(path), evidence=f"{status}\t{display_name(path)}",
+                    hint="Revert it: a submission PR only adds its own folder.")
+    if len(outside) > 20:
+        yield found("LAYOUT_NOT_SINGLE_FOLDER", f"... and {len(outside) - 20} more paths outside the folder")
+    inside_not_added = [(s, p) for s, p in sub.changes if _folder_of(p) and s != "A"]
+    for status, path in inside_not_added[:20]:
+        yield found("LAYOUT_NOT_SINGLE_FOLDER", f"the change {'deletes' if status == 'D' else 'modifies'}"
+                    f" {display_name(path)}, which already exists in the base",
+                    file=display_name(path), evidence=f"{status}\t{display_name(path)}",
+                    hint="A submission adds a new folder; it never edits or deletes existing records.")
+    if not folders:
+        yield found("LAYOUT_NOT_SINGLE_FOLDER", "the change adds no folder under records/track_*/",
+                    hint="Put the submission in records/track_10min_16mb/YYYY-MM-DD_name/.")
+
+
+def _folder_of(path: str) -> str | None:
+    for track_dir in _TRACK_DIRS:
+        if path.startswith(track_dir):
+            rest = path[len(track_dir):]
+            if "/" in rest:
+                return track_dir + rest.split("/", 1)[0]
+    return None
+
+
+@check("FOLDER_NAME")
+def folder_name(sub, options):
+    """What it checks: the folder's name is `YYYY-MM-DD_description`: a real calendar date, an
+    underscore, then a description without spaces.
+
+    Why it matters: reviewers enforce it (PR #1667 was asked to rename `2026_04_16_...`); one
+    merged folder with spaces in its name holds only a log and breaks tools.
+
+    Illegal: `2026_04_16_MyRun`, `2026-04-16 My Run`, `MyRun`, `2026-02-30_x`.
+
+    Legal: `2026-04-09_SP8192_3LayerRecur_ParResid_QK525_LegalTTT`.
+
+    Known limits: the date is not compared with the PR's date.
+    """
+    name = sub.name
+    m = _FOLDER.match(name)
+    if not m:
+        yield found("FOLDER_NAME", f"folder name {display_name(name)!r} is not YYYY-MM-DD_description",
+                    file=".", evidence=display_name(name),
+                    hint="Rename it, e.g. " + datetime.date.today().isoformat() + "_" +
+                    re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_")[:60])
+        return
+    try:
+        datetime.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    except ValueError:
+        yield found("FOLDER_NAME", f"folder name {name!r} starts with an impossible date",
+                    file=".", evidence=name, hint="Use the real date the submission was made.")
+
+
+@check("MISSING_FILES")
+def missing_files(sub, options):
+    """What it checks: the folder holds README.md, submission.json, at least one train log and the
+    entry script (`train_gpt.py`; on the non-record track any top-level .py script).
+
+    Why it matters: the README's Submission Process lists these four; "submissions without the full
+    set of requirements will not be accepted".
+
+    Illegal: a folder with only a log; results without the script that produced them.
+
+    Legal: the four present; extra helper files are fine.
+
+    Known limits: a train log is any .log/.txt file with recognisable log lines; an empty or
+    unrelated text file does not count.
+    """
+    wanted = [("README.md", sub.has_file("README.md")),
+              ("submission.json", sub.has_file("submission.json"))]
+    if not sub.logs:
+        wanted.append(("a train log (*.log or *.txt with the run's output)", False))
+    top_level_py = [rel for rel in sub.scripts if "/" not in rel]
+    has_entry = ENTRY_SCRIPT in sub.scripts or (not sub.record_track and top_level_py)
+    wanted.append((ENTRY_SCRIPT, has_entry))
+    for name, present in wanted:
+        if not present:
+            yield found("MISSING_FILES", f"missing {name}",
+                        hint="Add it to the folder; `pgolf package` builds all four from the runs.")

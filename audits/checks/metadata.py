@@ -1,0 +1,278 @@
+"""Rules that compare submission.json and the logs with each other and with the shipped code."""
+
+from __future__ import annotations
+
+import hashlib
+
+from audits import runs
+from audits.findings import Severity
+from audits.registry import check, found
+from audits.stats import mean
+from audits.submission import ENTRY_SCRIPT
+
+
+@check("SUBMISSION_JSON_INVALID")
+def submission_json_invalid(sub, options):
+    """What it checks: submission.json parses as a JSON object and has `author`, `github_id`,
+    `name`, a `date` in ISO form and a numeric `val_bpb`.
+
+    Why it matters: the README asks for "your name, GitHub ID, val_bpb, and related metadata"; the
+    leaderboard is built from these fields. Real files vary a lot (over 150 keys across merged
+    records), so the check reads tolerantly and names exactly what is missing.
+
+    Illegal: a JSON array; `"val_bpb": "1.08"` (a string); no `github_id`; `mean_val_bpb` in place
+    of `val_bpb`.
+
+    Legal: the five keys present; any other keys are allowed.
+
+    Known limits: a missing submission.json is MISSING_FILES, not this rule.
+    """
+    claims = sub.claims
+    if claims is None:
+        return
+    for problem in claims.problems:
+        key = problem.split("'")[1] if problem.count("'") >= 2 else None
+        yield found("SUBMISSION_JSON_INVALID", f"submission.json: {problem}", file="submission.json",
+                    line=claims.line_of(key) if key else None,
+                    hint="Fix submission.json; `pgolf package` writes it from the logs.")
+
+
+def _tolerance(*decimals: int) -> float:
+    """Agreement allowed between two printed figures: 1e-4, or half a unit of the coarser one."""
+    return max([1e-4] + [0.5 * 10.0 ** -d for d in decimals if d > 0])
+
+
+def _decimals_of(value: float) -> int:
+    text = repr(value)
+    return len(text.split(".", 1)[1]) if "." in text and "e" not in text else 0
+
+
+def _chosen_logs(sub):
+    """One completed log per seed. When a seed has several (reruns, ablations), the one whose score
+    matches that seed's claim, else the one closest to the headline claim, else the first."""
+    claims = sub.claims
+    chosen = {}
+    for seed, logs in runs.by_seed(sub).items():
+        target = (claims.per_seed.get(seed) or {}).get("val_bpb") if claims else None
+        if target is None and claims is not None:
+            target = claims.val_bpb
+        if target is None:
+            chosen[seed] = logs[0]
+        else:
+            chosen[seed] = min(logs, key=lambda log: abs(log.parsed.score.val_bpb - target))
+    return chosen
+
+
+@check("SUBMISSION_JSON_MISMATCH")
+def submission_json_mismatch(sub, options):
+    """What it checks: every number submission.json claims agrees with the logs: the headline
+    `val_bpb` and `val_loss` with the mean over seeds of each log's final score, each per-seed
+    result (`seed_results`, `seeds`, `seed_scores`) with that seed's log, `bytes_total` with the
+    logs' artifact totals (one seed's, their mean or their maximum) and `bytes_code` with a code
+    size the logs print or the shipped script's size. Scores agree to 1e-4 or the printed precision.
+
+    Why it matters: the leaderboard shows the claim; reviewers rejected submissions whose
+    submission.json did not match the logs.
+
+    Illegal: `"val_bpb": 1.0800` with seed logs ending at 1.0812, 1.0815, 1.0809; a per-seed result
+    for a seed that has no log; `"bytes_total": 15900000` when the logs print 15,965,978.
+
+    Legal: the mean of the final `_exact` scores, rounded to any precision within 1e-4.
+
+    Known limits: the final score is the last scored metric line of each log; a log that prints
+    its official score earlier and a diagnostic later would need a waiver.
+    """
+    claims = sub.claims
+    if claims is None or claims.data is None:
+        return
+    chosen = _chosen_logs(sub)
+    scores = {seed: log.parsed.score for seed, log in chosen.items()}
+    if claims.val_bpb is not None and scores:
+        got = mean([s.val_bpb for s in scores.values()])
+        tol = _tolerance(_decimals_of(claims.val_bpb), *(s.decimals for s in scores.values()))
+        where = ", ".join(f"{chosen[seed].rel}:{s.line} {s.val_bpb}" for seed, s in scores.items())
+        single = [seed for seed, s in scores.items() if abs(s.val_bpb - claims.val_bpb) <= tol]
+        if abs(got - claims.val_bpb) <= tol:
+            pass
+        elif single and len(scores) > 1:
+            seed = single[0]
+            yield found("SUBMISSION_JSON_MISMATCH",
+                        f"'{claims.val_bpb_key}' {claims.val_bpb} is seed {seed}'s score alone; the "
+                        f"mean over {len(scores)} seeds is {got:.8f}", severity=Severity.WARN,
+                        file="submission.json", line=claims.line_of(claims.val_bpb_key),
+                        evidence=where, hint="Report the mean over seeds as val_bpb.")
+        else:
+            yield found("SUBMISSION_JSON_MISMATCH",
+                        f"'{claims.val_bpb_key}' is {claims.val_bpb} but the logs' final scores "
+                        f"average {got:.8f} (off by {abs(got - claims.val_bpb):.2g})",
+                        file="submission.json", line=claims.line_of(claims.val_bpb_key),
+                        evidence=where, hint="Use the mean of the logs' final val_bpb.")
+    if claims.val_loss is not None and scores:
+        got = mean([s.val_loss for s in scores.values()])
+        tol = _tolerance(_decimals_of(claims.val_loss), *(s.decimals for s in scores.values()))
+        single = any(abs(s.val_loss - claims.val_loss) <= tol for s in scores.values())
+        if abs(got - claims.val_loss) > tol:
+            yield found("SUBMISSION_JSON_MISMATCH",
+                        f"'val_loss' is {claims.val_loss} but the logs' final val_loss average {got:.8f}"
+                        + (" (it is one seed's value)" if single else ""),
+                        severity=Severity.WARN if single and len(scores) > 1 else None,
+                        file="submission.json", line=claims.line_of("val_loss"),
+                        hint="Use the mean of the logs' final val_loss.")
+    yield from _per_seed(sub, claims, chosen)
+    yield from _bytes(sub, claims)
+
+
+def _per_seed(sub, claims, chosen):
+    for seed, fields in sorted(claims.per_seed.items()):
+        log = chosen.get(seed)
+        if log is None:
+            yield found("SUBMISSION_JSON_MISMATCH", f"claims a result for seed {seed} but no "
+                        "completed log has that seed", file="submission.json",
+                        line=claims.line_of(str(seed)), hint="Add that seed's log or drop the claim.")
+            continue
+        p = log.parsed
+        score = p.score
+        comparisons = [
+            ("val_bpb", fields.get("val_bpb"), score.val_bpb, _tolerance(score.decimals, _decimals_of(fields.get("val_bpb", 0.0))), score.line),
+            ("val_loss", fields.get("val_loss"), score.val_loss, _tolerance(score.decimals, _decimals_of(fields.get("val_loss", 0.0))), score.line),
+            ("artifact_bytes", fields.get("artifact_bytes"), p.artifact_bytes and p.artifact_bytes.value, 0.5, p.artifact_bytes and p.artifact_bytes.line),
+            ("steps", fields.get("steps"), p.step_count, 0.5, p.stop and p.stop.line),
+        ]
+        for name, claimed, actual, tol, line in comparisons:
+            if claimed is None or actual is None:
+                continue
+            if abs(float(actual) - claimed) > tol:
+                yield found("SUBMISSION_JSON_MISMATCH", f"seed {seed}: '{name}' is {_fmt(claimed)} "
+                            f"but {log.rel} shows {_fmt(actual)}", file="submission.json",
+                            line=claims.line_of(str(seed)), evidence=f"{log.rel}:{line}",
+                            hint=f"Copy {name} from the log.")
+
+
+def _fmt(value) -> str:
+    return str(int(value)) if float(value) == int(value) else str(value)
+
+
+def _bytes(sub, claims):
+    logs = [log.parsed for log in runs.completed_logs(sub)]
+    totals = [p.artifact_bytes.value for p in logs if p.artifact_bytes is not None]
+    shipped = sum(len(s.data) for s in sub.scripts.values()) if sub.scripts else None
+    if claims.bytes_total is not None and totals:
+        accepted = set(totals) | {max(totals), round(mean(totals)), int(mean(totals))}
+        for code in (claims.bytes_code, shipped):
+            if code is not None:
+                accepted |= {p.model_bytes.value + code for p in logs if p.model_bytes is not None}
+        if claims.bytes_total not in accepted:
+            yield found("SUBMISSION_JSON_MISMATCH", f"'bytes_total' is {claims.bytes_total} but the "
+                        f"logs' artifact totals are {', '.join(map(str, totals))}",
+                        file="submission.json", line=claims.line_of("bytes_total"),
+                        hint="Use a seed's 'Total submission size' line, their mean or their maximum.")
+    if claims.bytes_code is not None:
+        sizes = set()
+        for p in logs:
+            for value in (p.code_bytes, p.code_bytes_compressed, p.code_bytes_uncompressed):
+                if value is not None:
+                    sizes.add(value.value)
+        if shipped is not None:
+            sizes.add(shipped)
+        if sizes and claims.bytes_code not in sizes:
+            # Without the shipped script the claim may still be its true size: a reviewer should look.
+            yield found("SUBMISSION_JSON_MISMATCH", f"'bytes_code' is {claims.bytes_code} but the logs "
+                        f"{'and the shipped scripts ' if shipped is not None else ''}give "
+                        f"{', '.join(map(str, sorted(sizes)))}",
+                        severity=None if shipped is not None else Severity.WARN,
+                        file="submission.json", line=claims.line_of("bytes_code"),
+                        hint="Use the size of the shipped script.")
+
+
+def _script_hashes(script) -> set[str]:
+    hashes = {hashlib.sha256(script.data).hexdigest()}
+    if script.text is not None:
+        hashes.add(hashlib.sha256(script.text.rstrip("\n").encode()).hexdigest())
+    return hashes
+
+
+@check("LOG_SOURCE_MISMATCH")
+def log_source_mismatch(sub, options):
+    """What it checks: when a log embeds its script's source (the baseline's `log0(code)`, the
+    later `Source code:` block) or names its hash (pgolf's `code_sha256:` line), that source is the
+    shipped entry script. Without a shipped script, all logs must at least carry the same source.
+
+    Why it matters: numbers prove something only about the code that produced them. A log from an
+    earlier version of the script supports a different submission.
+
+    Illegal: seed 2's log embeds a source that differs from `train_gpt.py`; three logs embedding
+    two different sources.
+
+    Legal: every log's embedded source equals the shipped file (trailing newlines ignored).
+
+    Known limits: a self-extracting wrapper is compared as shipped; logs that embed nothing cannot
+    be checked. When only a 16-hex marker of the hash survives, the prefix is compared.
+    """
+    script = sub.scripts.get(ENTRY_SCRIPT)
+    hashes = _script_hashes(script) if script is not None else set()
+    embedded = []
+    for log in sub.logs:
+        p = log.parsed
+        if p.code_sha256 is not None and script is not None:
+            if p.code_sha256.value != hashlib.sha256(script.data).hexdigest():
+                yield found("LOG_SOURCE_MISMATCH", f"{log.rel} names a script hash that is not the "
+                            f"shipped {ENTRY_SCRIPT}'s", file=log.rel, line=p.code_sha256.line,
+                            evidence=p.code_sha256.text,
+                            hint="Ship the exact file that ran, or rerun with the shipped file.")
+        src = p.embedded_source
+        if src is None:
+            continue
+        embedded.append((log, src))
+        if script is None:
+            continue
+        candidates = {src.sha256, src.normalized_sha256} - {None}
+        if not any(h.startswith(c) or c.startswith(h) for h in hashes for c in candidates):
+            yield found("LOG_SOURCE_MISMATCH", f"{log.rel} embeds a source ({src.lines} lines) that "
+                        f"differs from the shipped {ENTRY_SCRIPT}", file=log.rel, line=src.line,
+                        evidence=f"embedded sha256 {src.sha256[:16]}, shipped {sorted(hashes)[0][:16]}",
+                        hint="Ship the exact file that ran, or rerun with the shipped file.")
+    if script is None and len({src.sha256[:16] for _, src in embedded}) > 1:
+        groups: dict[str, list[str]] = {}
+        for log, src in embedded:
+            groups.setdefault(src.sha256[:16], []).append(log.rel)
+        detail = "; ".join(f"{h}: {', '.join(logs)}" for h, logs in groups.items())
+        yield found("LOG_SOURCE_MISMATCH", f"the logs embed {len(groups)} different sources",
+                    severity=Severity.WARN, evidence=detail,
+                    hint="Rerun every seed with the one script you ship.")
+
+
+@check("FEWER_THAN_3_SEEDS")
+def fewer_than_3_seeds(sub, options):
+    """What it checks: on the record track, completed logs from at least 3 distinct seeds, and no
+    log file that is a byte-for-byte copy of another.
+
+    Why it matters: the README asks for enough runs "to show at p < 0.01" a real improvement and
+    says 3 runs are usually enough; a copied log counts one run twice.
+
+    Illegal: one seed; `train.log` identical to `train_seed1337.log` (counted once, reported).
+
+    Legal: seeds 42, 314, 999 with one log each. Extra reruns of a seed are noted, not flagged.
+
+    Known limits: the seed is read from the log (`seed:` line or the Hyperparameters block), else
+    from the file name.
+    """
+    by_hash: dict[str, list[str]] = {}
+    for log in sub.logs:
+        by_hash.setdefault(log.sha256, []).append(log.rel)
+    for copies in by_hash.values():
+        if len(copies) > 1:
+            yield found("FEWER_THAN_3_SEEDS", f"{' and '.join(copies)} are the same log",
+                        file=copies[-1], hint="Keep one copy; each log should be a separate run.")
+    if not sub.record_track:
+        return
+    groups = runs.by_seed(sub)
+    seeds = sorted(s for s in groups if s is not None)
+    if len(seeds) < 3:
+        listed = ", ".join(map(str, seeds)) or "none"
+        yield found("FEWER_THAN_3_SEEDS", f"{len(seeds)} distinct seed(s) with a completed log "
+                    f"({listed}); the record track expects at least 3",
+                    hint="Run more seeds (e.g. 3 in total) and add each log.")
+    for seed, logs in groups.items():
+        if seed is not None and len(logs) > 1:
+            yield found("FEWER_THAN_3_SEEDS", f"seed {seed} has {len(logs)} logs: "
+                        + ", ".join(log.rel for log in logs), severity=Severity.INFO)

@@ -1,0 +1,48 @@
+"""The options every check may read, fixed once per audit run."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+DEFAULT_PYTHON = (3, 10)
+DEFAULT_PYTHON_ORIGIN = (
+    "default: the community reviewers' CPU smoke box runs Python 3.10; no organizer rule pins a "
+    "version (openai/parameter-golf#17, #1591)"
+)
+
+CAP_BYTES = 16_000_000
+TRAIN_BUDGET_MS = 600_000
+EVAL_BUDGET_MS = 600_000
+MIN_IMPROVEMENT_NATS = 0.005
+
+
+@dataclasses.dataclass(frozen=True)
+class Baseline:
+    """The previous record to beat: per-seed val_bpb values and where they came from."""
+
+    bpb: tuple[float, ...]
+    label: str
+
+
+@dataclasses.dataclass(frozen=True)
+class AuditOptions:
+    target_python: tuple[int, int] = DEFAULT_PYTHON
+    python_origin: str = DEFAULT_PYTHON_ORIGIN
+    only: frozenset[str] = frozenset()
+    skip: frozenset[str] = frozenset()
+    strict: bool = False
+    waivers: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    baseline: Baseline | None = None
+    p_threshold: float = 0.01
+    base_ref: str | None = None
+    smoke: bool = False
+
+    def selected(self, rule_id: str) -> bool:
+        if self.only and rule_id not in self.only:
+            return False
+        return rule_id not in self.skip
+
+    @property
+    def python_label(self) -> str:
+        return f"{self.target_python[0]}.{self.target_python[1]}"

@@ -1,0 +1,72 @@
+"""Run every selected check on every submission, apply waivers, decide verdicts and exit code."""
+
+from __future__ import annotations
+
+import dataclasses
+import traceback
+
+from audits import checks  # noqa: F401  (registers every check)
+from audits.context import AuditOptions
+from audits.findings import Finding, Severity
+from audits.registry import CHECKS
+from audits.submission import Submission
+
+_ORDER = {Severity.FAIL: 0, Severity.WARN: 1, Severity.INFO: 2}
+
+
+@dataclasses.dataclass
+class SubmissionReport:
+    submission: Submission
+    findings: list[Finding]
+    errors: list[str]  # internal errors of pgolf's own checks, with the check named
+
+    def counted(self, strict: bool) -> list[Finding]:
+        """Unwaived findings at or above the threshold: FAIL, and WARN with --strict."""
+        threshold = Severity.WARN if strict else Severity.FAIL
+        return [f for f in self.findings if f.waived is None and f.severity >= threshold]
+
+    def verdict(self, strict: bool = False) -> str:
+        active = [f for f in self.findings if f.waived is None]
+        if any(f.severity == Severity.FAIL for f in active):
+            return "FAIL"
+        if any(f.severity == Severity.WARN for f in active):
+            return "FAIL" if strict else "WARN"
+        return "PASS"
+
+
+@dataclasses.dataclass
+class AuditReport:
+    options: AuditOptions
+    submissions: list[SubmissionReport]
+
+    @property
+    def exit_code(self) -> int:
+        if any(r.errors for r in self.submissions):
+            return 2
+        return 1 if any(r.counted(self.options.strict) for r in self.submissions) else 0
+
+
+def audit_submission(sub: Submission, options: AuditOptions) -> SubmissionReport:
+    findings = [f for f in sub.problems if options.selected(f.rule)]
+    errors = []
+    for rule_id, fn in CHECKS.items():
+        if not options.selected(rule_id):
+            continue
+        try:
+            for finding in fn(sub, options):
+                if finding.rule != rule_id:
+                    raise AssertionError(f"check of {rule_id} reported {finding.rule}")
+                findings.append(finding)
+        except Exception:  # a bug in pgolf: report it, keep the other checks' results
+            last = traceback.format_exc().strip().splitlines()[-1]
+            errors.append(f"internal error in the check of {rule_id}: {last}")
+    findings = [_waive(f, options.waivers) for f in findings]
+    findings.sort(key=lambda f: (_ORDER[f.severity], f.rule, f.file or "", f.line or 0))
+    return SubmissionReport(sub, findings, errors)
+
+
+def _waive(finding: Finding, waivers) -> Finding:
+    reason = waivers.get(finding.rule)
+    if reason is None or finding.severity == Severity.INFO:
+        return finding
+    return dataclasses.replace(finding, waived=reason)

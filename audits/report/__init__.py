@@ -1,0 +1,13 @@
+"""Renderings of an audit report; each format is a pure function of the report."""
+
+from __future__ import annotations
+
+from audits.report.github import render_github
+from audits.report.jsonfmt import render_json, report_dict
+from audits.report.markdown import render_markdown
+from audits.report.text import render_text
+
+FORMATS = {"text": render_text, "json": render_json, "github": render_github,
+           "markdown": render_markdown}
+
+__all__ = ["FORMATS", "report_dict", "render_github", "render_json", "render_markdown", "render_text"]

@@ -1,0 +1,58 @@
+"""`--format json`: the stable, documented interface for CI and other tools (docs/audit-json.md)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from audits import __version__, runs
+from audits.engine import AuditReport, SubmissionReport
+
+SCHEMA_VERSION = 1
+
+
+def _clean(value):
+    """JSON has no NaN or infinity: write them as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
+
+
+def submission_dict(r: SubmissionReport, strict: bool) -> dict:
+    sub = r.submission
+    seeds = [runs.seed_row(log) for log in sub.logs]
+    scored = [row["val_bpb"] for row in seeds if row["completed"] and row["val_bpb"] is not None]
+    return {
+        "path": str(sub.root),
+        "name": sub.name,
+        "track": sub.track,
+        "track_origin": sub.track_origin,
+        "verdict": r.verdict(strict),
+        "val_bpb_mean": sum(scored) / len(scored) if scored else None,
+        "seeds": seeds,
+        "findings": [f.to_json() for f in r.findings],
+        "waived": sorted({f.rule for f in r.findings if f.waived}),
+        "errors": r.errors,
+    }
+
+
+def report_dict(report: AuditReport) -> dict:
+    o = report.options
+    return _clean({
+        "schema_version": SCHEMA_VERSION,
+        "pgolf_version": __version__,
+        "target_python": o.python_label,
+        "target_python_origin": o.python_origin,
+        "strict": o.strict,
+        "waivers": dict(sorted(o.waivers.items())),
+        "exit_code": report.exit_code,
+        "submissions": [submission_dict(r, o.strict) for r in report.submissions],
+    })
+
+
+def render_json(report: AuditReport) -> str:
+    return json.dumps(report_dict(report), indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,68 @@
+"""`--format text`: plain lines for terminals without colour, logs and pipes."""
+
+from __future__ import annotations
+
+from audits import __version__, runs
+from audits.engine import AuditReport
+
+
+def fmt_ms(value) -> str:
+    return "-" if value is None else f"{value / 1000:.1f}s"
+
+
+def fmt_int(value) -> str:
+    return "-" if value is None else f"{int(value):,}"
+
+
+def fmt_bpb(value) -> str:
+    return "-" if value is None else f"{value:.8f}".rstrip("0").rstrip(".")
+
+
+def seed_table(sub) -> list[list[str]]:
+    rows = [["seed", "log", "val_bpb", "metric (line)", "train", "eval", "artifact"]]
+    for log in sub.logs:
+        r = runs.seed_row(log)
+        line = r["sources"].get("val_bpb", {}).get("line")
+        metric = f"{r['score_metric']} ({line})" if r["score_metric"] else "no final score"
+        rows.append(["-" if r["seed"] is None else str(r["seed"]), r["log"], fmt_bpb(r["val_bpb"]),
+                     metric, fmt_ms(r["train_time_ms"]), fmt_ms(r["eval_time_ms"]),
+                     fmt_int(r["artifact_bytes"])])
+    return rows
+
+
+def _columns(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+
+
+def render_text(report: AuditReport) -> str:
+    o = report.options
+    out = [f"pgolf {__version__} audit; target Python {o.python_label} ({o.python_origin})"]
+    for r in report.submissions:
+        sub = r.submission
+        out.append("")
+        out.append(f"{sub.root}")
+        out.append(f"  track: {sub.track} ({sub.track_origin})")
+        out.append(f"  verdict: {r.verdict(o.strict)}")
+        if sub.logs:
+            out.append("")
+            out.extend("  " + line for line in _columns(seed_table(sub)))
+        out.append("")
+        for f in r.findings:
+            where = f" {f.location()}" if f.location() else ""
+            waived = f" [waived: {f.waived}]" if f.waived else ""
+            out.append(f"  {f.severity} {f.rule}{where}: {f.message}{waived}")
+            if f.via:
+                out.append(f"       via: {f.via}")
+            if f.evidence:
+                out.append(f"       evidence: {f.evidence}")
+            if f.hint and f.severity > 0:
+                out.append(f"       fix: {f.hint}")
+        for error in r.errors:
+            out.append(f"  ERROR {error}")
+        counts = {s: sum(1 for f in r.findings if str(f.severity) == s and not f.waived)
+                  for s in ("FAIL", "WARN", "INFO")}
+        waived = sum(1 for f in r.findings if f.waived)
+        out.append(f"  summary: {counts['FAIL']} FAIL, {counts['WARN']} WARN, {counts['INFO']} INFO"
+                   + (f", {waived} waived" if waived else ""))
+    return "\n".join(out) + "\n"

@@ -1,0 +1,58 @@
+"""Per-seed figures of a submission's logs, shared by the checks and the reports."""
+
+from __future__ import annotations
+
+import re
+
+from audits.logparse import Value
+from audits.submission import LogFile, Submission
+
+_SEED_IN_NAME = re.compile(r"seed[_-]?(\d+)", re.I)
+
+
+def seed_of(log: LogFile) -> Value | None:
+    """The run's seed: the log's own line, else the file name (`train_seed42.log`)."""
+    if log.parsed.seed is not None:
+        return log.parsed.seed
+    m = _SEED_IN_NAME.search(log.rel)
+    return Value(int(m.group(1)), 0, f"file name {log.rel}") if m else None
+
+
+def completed_logs(sub: Submission) -> list[LogFile]:
+    return [log for log in sub.logs if log.parsed.completed]
+
+
+def by_seed(sub: Submission) -> dict[int | None, list[LogFile]]:
+    groups: dict[int | None, list[LogFile]] = {}
+    for log in completed_logs(sub):
+        seed = seed_of(log)
+        groups.setdefault(seed.value if seed else None, []).append(log)
+    return groups
+
+
+def seed_row(log: LogFile) -> dict:
+    """The JSON row of one log: each figure with the line it came from."""
+    p = log.parsed
+    seed = seed_of(log)
+    score = p.score
+    figures = {
+        "seed": seed,
+        "val_bpb": Value(score.val_bpb, score.line, score.text) if score else None,
+        "val_loss": Value(score.val_loss, score.line, score.text) if score else None,
+        "train_time_ms": p.train_time_ms,
+        "eval_time_ms": p.eval_time_ms,
+        "steps": Value(p.step_count, p.stop.line, p.stop.text) if p.stop else None,
+        "model_bytes": p.model_bytes,
+        "artifact_bytes": p.artifact_bytes,
+        "code_bytes": p.code_bytes_compressed or p.code_bytes,
+        "val_tokens": p.val_tokens,
+    }
+    row: dict = {"log": log.rel, "completed": p.completed,
+                 "score_metric": score.name if score else None}
+    sources = {}
+    for key, value in figures.items():
+        row[key] = None if value is None else value.value
+        if value is not None:
+            sources[key] = {"line": value.line or None, "text": value.text}
+    row["sources"] = sources
+    return row

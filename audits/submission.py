@@ -1,0 +1,303 @@
+"""The folder view every check reads: built once per submission, never touched again.
+
+Loading walks the folder without following links, reads every file it needs with a size bound,
+parses the logs and submission.json, and turns unreadable input into findings instead of errors.
+Only a path that is missing or not a folder is an error (the caller exits 2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import re
+import stat
+from pathlib import Path
+
+from audits import logparse, metadata
+from audits.findings import Finding, Severity
+from audits.registry import found
+
+MAX_ENTRIES = 5000
+MAX_DEPTH = 8
+LOG_LIMIT = 16 * 1024 * 1024
+SCRIPT_LIMIT = 8 * 1024 * 1024
+SMALL_LIMIT = 1024 * 1024
+ENTRY_SCRIPT = "train_gpt.py"
+TRACKS = {"track_10min_16mb": "10min_16mb", "track_non_record_16mb": "non_record_16mb"}
+_BAD_NAME = re.compile(r"[\x00-\x1f\x7f\s]")
+
+
+class InputError(Exception):
+    """The audit cannot start: the message is one line saying what is wrong and what to do."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    rel: str
+    kind: str  # file, dir, symlink, other
+    size: int
+
+
+@dataclasses.dataclass
+class Script:
+    """A shipped .py file: its bytes, and its text when it decodes as UTF-8."""
+
+    rel: str
+    data: bytes
+    text: str | None
+    unwrapped: str | None = None  # the payload of a self-extracting wrapper, when it is one
+
+    @property
+    def source(self) -> str | None:
+        """The code that runs: the unwrapped payload of a wrapper, else the file's text."""
+        return self.unwrapped if self.unwrapped is not None else self.text
+
+
+@dataclasses.dataclass
+class LogFile:
+    rel: str
+    sha256: str
+    parsed: logparse.ParsedLog
+
+
+@dataclasses.dataclass
+class Submission:
+    root: Path
+    name: str
+    track: str
+    track_origin: str
+    entries: list[Entry] = dataclasses.field(default_factory=list)
+    readme: str | None = None
+    claims: metadata.Claims | None = None
+    logs: list[LogFile] = dataclasses.field(default_factory=list)
+    scripts: dict[str, Script] = dataclasses.field(default_factory=dict)
+    requirements: list[str] | None = None
+    changes: list[tuple[str, str]] | None = None  # (git status letter, repo path) with --base
+    repo_rel: str | None = None  # the folder's path inside the repository, with --base
+    problems: list[Finding] = dataclasses.field(default_factory=list)
+
+    @property
+    def record_track(self) -> bool:
+        return self.track == "10min_16mb"
+
+    @property
+    def entry_script(self) -> Script | None:
+        return self.scripts.get(ENTRY_SCRIPT)
+
+    def has_file(self, rel: str) -> bool:
+        return any(e.rel == rel and e.kind == "file" for e in self.entries)
+
+
+def display_name(name: str) -> str:
+    """A file name safe to print on one line: control characters escaped."""
+    return name if not re.search(r"[\x00-\x1f\x7f]", name) else ascii(name)[1:-1]
+
+
+def load(path: str | os.PathLike, changes=None, repo_rel=None) -> Submission:
+    root = Path(path)
+    if not root.exists() and not root.is_symlink():
+        raise InputError(f"{display_name(str(path))}: no such folder; give the path of a records folder")
+    if not root.is_dir():
+        raise InputError(f"{display_name(str(path))}: not a folder; give the records folder that holds it")
+    resolved = root.resolve()
+    track, origin = _track_from_path(resolved, repo_rel)
+    sub = Submission(root=resolved, name=resolved.name, track=track, track_origin=origin,
+                     changes=changes, repo_rel=repo_rel)
+    _walk(sub)
+    _read_files(sub)
+    if sub.claims is not None and origin.startswith("assumed"):
+        _track_from_claims(sub)
+    return sub
+
+
+def _track_from_path(root: Path, repo_rel: str | None) -> tuple[str, str]:
+    parent = Path(repo_rel).parent.name if repo_rel else root.parent.name
+    if parent in TRACKS:
+        return TRACKS[parent], f"from the folder's place under {parent}/"
+    return "10min_16mb", "assumed: record track (not under a track_* folder, no 'track' in submission.json)"
+
+
+def _track_from_claims(sub: Submission) -> None:
+    track = (sub.claims.track or "").lower().replace("-", "_")
+    if not track:
+        return
+    if "non_record" in track:
+        sub.track = "non_record_16mb"
+    elif "10min" in track:
+        sub.track = "10min_16mb"
+    else:
+        return
+    sub.track_origin = f"from submission.json 'track': {sub.claims.track!r}"
+
+
+def _walk(sub: Submission) -> None:
+    stack = [(sub.root, "", 0)]
+    while stack:
+        folder, prefix, depth = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                items = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            sub.problems.append(found("FILE_UNREADABLE", f"cannot list {prefix or '.'}: {exc.strerror}",
+                                      file=prefix or "."))
+            continue
+        for item in items:
+            rel = prefix + item.name
+            if len(sub.entries) >= MAX_ENTRIES:
+                sub.problems.append(found(
+                    "FILE_UNREADABLE", f"more than {MAX_ENTRIES} files; the rest were not read",
+                    hint="A records folder needs a handful of files: remove data, checkpoints and caches."))
+                return
+            if _BAD_NAME.search(item.name):
+                sub.problems.append(found(
+                    "BAD_FILENAME", f"file name {display_name(item.name)!r} contains whitespace or "
+                    "control characters", file=display_name(rel),
+                    hint="Rename it with letters, digits, '.', '_' and '-' only."))
+            kind, size = _classify(item)
+            sub.entries.append(Entry(rel, kind, size))
+            if kind == "symlink":
+                _check_link(sub, item, rel)
+            elif kind == "dir":
+                if depth + 1 >= MAX_DEPTH:
+                    sub.problems.append(found("FILE_UNREADABLE", f"{display_name(rel)}/ is nested "
+                                              f"deeper than {MAX_DEPTH} levels; not read",
+                                              file=display_name(rel)))
+                else:
+                    stack.append((Path(item.path), rel + "/", depth + 1))
+
+
+def _classify(item: os.DirEntry) -> tuple[str, int]:
+    try:
+        st = item.stat(follow_symlinks=False)
+    except OSError:
+        return "other", 0
+    if stat.S_ISLNK(st.st_mode):
+        return "symlink", 0
+    if stat.S_ISDIR(st.st_mode):
+        return "dir", 0
+    if stat.S_ISREG(st.st_mode):
+        return "file", st.st_size
+    return "other", 0
+
+
+def _check_link(sub: Submission, item: os.DirEntry, rel: str) -> None:
+    target = os.readlink(item.path)
+    resolved = (Path(item.path).parent / target).resolve()
+    inside = resolved == sub.root or sub.root in resolved.parents
+    if inside:
+        sub.problems.append(found("SYMLINK_OUTSIDE", f"{display_name(rel)} is a symbolic link "
+                                  f"(to {display_name(target)}); pgolf does not follow links",
+                                  severity=Severity.INFO, file=display_name(rel)))
+    else:
+        sub.problems.append(found(
+            "SYMLINK_OUTSIDE", f"{display_name(rel)} links outside the folder, to {display_name(target)}",
+            file=display_name(rel), evidence=f"{display_name(rel)} -> {display_name(target)}",
+            hint="Copy the file into the folder (if it is needed) and delete the link."))
+
+
+def read_bounded(path: Path, limit: int) -> tuple[bytes, bool]:
+    """At most `limit` bytes of a file, and whether it was longer."""
+    with open(path, "rb") as handle:
+        data = handle.read(limit + 1)
+    return data[:limit], len(data) > limit
+
+
+def decode_text(sub: Submission, rel: str, data: bytes, truncated: bool, limit: int,
+                what: str) -> str | None:
+    """Text of a file, or None with a finding when it is binary; notes truncation and bad bytes."""
+    if b"\x00" in data[:8192]:
+        sub.problems.append(found("FILE_UNREADABLE", f"{display_name(rel)} is binary, not a {what}",
+                                  file=display_name(rel),
+                                  hint=f"Replace it with the real {what}, or remove it."))
+        return None
+    if truncated:
+        sub.problems.append(found("FILE_UNREADABLE", f"{display_name(rel)} is over {limit // 2**20} "
+                                  f"MiB; only the first {limit // 2**20} MiB were read",
+                                  file=display_name(rel)))
+    text = data.decode("utf-8", errors="replace")
+    bad = text.count("\ufffd") - data.decode("utf-8", errors="ignore").count("\ufffd")
+    if bad > 0:
+        sub.problems.append(found("FILE_UNREADABLE", f"{display_name(rel)} has {bad} bytes that "
+                                  "are not UTF-8; they were read as U+FFFD",
+                                  severity=Severity.INFO, file=display_name(rel)))
+    return text
+
+
+def _read_files(sub: Submission) -> None:
+    for entry in sub.entries:
+        if entry.kind != "file":
+            continue
+        path = sub.root / entry.rel
+        lower = entry.rel.lower()
+        try:
+            if entry.rel == "submission.json":
+                _read_claims(sub, path, entry.rel)
+            elif entry.rel == "README.md":
+                data, cut = read_bounded(path, SMALL_LIMIT)
+                sub.readme = decode_text(sub, entry.rel, data, cut, SMALL_LIMIT, "README")
+            elif entry.rel == "requirements.txt":
+                data, cut = read_bounded(path, SMALL_LIMIT)
+                text = decode_text(sub, entry.rel, data, cut, SMALL_LIMIT, "requirements file")
+                sub.requirements = parse_requirements(text or "")
+            elif lower.endswith(".py"):
+                _read_script(sub, path, entry.rel)
+            elif lower.endswith((".log", ".txt")) and not Path(lower).name.startswith(("requirements", "readme")):
+                _read_log(sub, path, entry.rel)
+        except OSError as exc:
+            sub.problems.append(found("FILE_UNREADABLE", f"cannot read {display_name(entry.rel)}: "
+                                      f"{exc.strerror}", file=display_name(entry.rel)))
+
+
+def _read_claims(sub: Submission, path: Path, rel: str) -> None:
+    data, cut = read_bounded(path, SMALL_LIMIT)
+    if cut:
+        sub.claims = metadata.Claims(problems=[f"over {SMALL_LIMIT // 2**20} MiB; not read"])
+        return
+    text = decode_text(sub, rel, data, False, SMALL_LIMIT, "JSON file")
+    sub.claims = metadata.read_claims(text) if text is not None else metadata.Claims(
+        problems=["binary content, not JSON"])
+
+
+def _read_script(sub: Submission, path: Path, rel: str) -> None:
+    data, cut = read_bounded(path, SCRIPT_LIMIT)
+    if cut:
+        sub.problems.append(found("FILE_UNREADABLE", f"{display_name(rel)} is over "
+                                  f"{SCRIPT_LIMIT // 2**20} MiB; not analysed", file=display_name(rel),
+                                  hint="A training script is a few hundred KB at most."))
+        sub.scripts[rel] = Script(rel, b"", None)
+        return
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        sub.problems.append(found("FILE_UNREADABLE", f"{display_name(rel)} is not UTF-8 (byte "
+                                  f"{exc.start}); Python will refuse to run it", file=display_name(rel),
+                                  hint="Save the script as UTF-8."))
+        text = None
+    sub.scripts[rel] = Script(rel, data, text)
+
+
+def _read_log(sub: Submission, path: Path, rel: str) -> None:
+    data, cut = read_bounded(path, LOG_LIMIT)
+    text = decode_text(sub, rel, data, cut, LOG_LIMIT, "train log")
+    if text is None:
+        return
+    parsed = logparse.parse_log(text, display_name(rel))
+    if parsed.looks_like_log:
+        sub.logs.append(LogFile(display_name(rel), hashlib.sha256(data).hexdigest(), parsed))
+
+
+_REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def parse_requirements(text: str) -> list[str]:
+    """Distribution names listed in a requirements file (comments and options skipped)."""
+    names = []
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line or line.startswith("-"):
+            continue
+        m = _REQ_NAME.match(line)
+        if m:
+            names.append(m.group(1))
+    return names

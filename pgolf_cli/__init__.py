@@ -1,0 +1,1 @@
+"""The `pgolf` command line: thin click commands over the audits and trainer libraries."""
