@@ -47,11 +47,20 @@ class Script:
     data: bytes
     text: str | None
     unwrapped: str | None = None  # the payload of a self-extracting wrapper, when it is one
+    wrapper_note: str | None = None  # where that payload came from, e.g. "train_gpt.py:2, lzma + base85"
 
     @property
     def source(self) -> str | None:
         """The code that runs: the unwrapped payload of a wrapper, else the file's text."""
         return self.unwrapped if self.unwrapped is not None else self.text
+
+    def via(self, line: int | None = None) -> str | None:
+        """For a finding at `line` of `source`: how that line relates to the shipped file.
+        None for a plain script, whose lines are the file's own."""
+        if self.wrapper_note is None:
+            return None
+        return f"line {line} of the source unwrapped from {self.wrapper_note}" if line else \
+            f"source unwrapped from {self.wrapper_note}"
 
 
 @dataclasses.dataclass
