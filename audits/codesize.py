@@ -34,6 +34,9 @@ def minify(source: str) -> str:
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     except (tokenize.TokenError, SyntaxError, IndentationError) as exc:
         raise MinifyError(str(exc)) from exc
+    bad = next((t for t in tokens if t.type == token.ERRORTOKEN and t.string.strip()), None)
+    if bad is not None:
+        raise MinifyError(f"cannot tokenize {bad.string!r} at line {bad.start[0]}")
     lines = source.splitlines(keepends=True)
     out: list[str] = []
     depth = 0
