@@ -296,6 +296,20 @@ def test_interrupted_packaging_leaves_nothing(tmp_path, monkeypatch):
     assert not (tmp_path / "records").exists()
 
 
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root writes anywhere")
+def test_an_output_that_is_not_writable_is_refused(tmp_path):
+    runs = runfolders.write_runs(tmp_path / "runs")
+    locked = tmp_path / "records"
+    locked.mkdir()
+    locked.chmod(0o555)
+    try:
+        with pytest.raises(PackageError, match="is not writable; give another --out"):
+            package(request(runs, tmp_path))
+        assert list(locked.iterdir()) == []
+    finally:
+        locked.chmod(0o755)
+
+
 # ---- bad input: refused with one line on stderr, exit 2, nothing written -------------------
 
 def _tamper(runs, tmp_path, case):
@@ -324,6 +338,8 @@ def _tamper(runs, tmp_path, case):
         runfolders.write_run(c, 42)
     elif case == "same run twice":
         return [str(a), str(b), str(a)]
+    elif case == "missing run folder":
+        return [str(a), str(b), str(tmp_path / "runs" / "run_seed7")]
     elif case == "output exists":
         today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
         (tmp_path / "records" / "track_10min_16mb" / f"{today}_Legal_TTT").mkdir(parents=True)
@@ -347,6 +363,7 @@ BAD = {
     "artifact over cap": "ARTIFACT_OVER_CAP",
     "duplicated seed": "both ran seed 42",
     "same run twice": "is given twice",
+    "missing run folder": "run_seed7: no such folder",
     "output exists": "already exists; pass --force",
     "output is a file": "is a file, not a folder",
     "slug with a slash": "no spaces or slashes",
@@ -360,7 +377,7 @@ def test_bad_input_is_refused_in_one_line_and_nothing_is_written(tmp_path, case)
     extra = _tamper(runs, tmp_path, case)
     args = ["package", *map(str, runs), "--name", "Legal TTT", "--author", "Ada",
             "--github-id", "ada", "--out", str(tmp_path / "records")]
-    if case == "same run twice":
+    if case in ("same run twice", "missing run folder"):
         args = ["package", *extra, *args[len(runs) + 1:]]
     elif extra:
         args += extra

@@ -51,6 +51,8 @@ def load_runs(paths: Iterable[Path]) -> list[Run]:
 
 def load_run(path: Path) -> Run:
     label = str(path)
+    if not path.exists():
+        raise PackageError(f"{label}: no such folder; give the RUN_DIR of `pgolf train --out RUN_DIR`")
     if not path.is_dir():
         raise PackageError(f"{label}: not a folder; give the RUN_DIR of `pgolf train --out RUN_DIR`")
     if not any(path.iterdir()):
