@@ -66,7 +66,7 @@ def package_command(runs, name, author, github_id, slug, track, out, code_form, 
     if result.failed:
         click.echo(f"pgolf: the audit of {result.folder} failed; the folder was kept, do not submit "
                    "it as it is", err=True)
-        sys.exit(1)
+        sys.exit(result.report.exit_code)
 
 
 def summary(result: PackageResult) -> str:

@@ -66,7 +66,7 @@ def run_log(seed: int, script: bytes = SAMPLE_SCRIPT, *, bpb: float | None = Non
               f"Serialized model quantized+brotli: {model_bytes} bytes",
               f"Code size (uncompressed): {plain} bytes",
               f"Code size (compressed): {packed} bytes",
-              f"Total submission size quantized+brotli: "
+              "Total submission size quantized+brotli: "
               f"{model_bytes + (packed if total_counts == 'compressed' else plain)} bytes"]
     for i, (name, ms) in enumerate(eval_phases):
         phase_bpb = bpb + 0.02 * (len(eval_phases) - 1 - i)

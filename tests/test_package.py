@@ -131,7 +131,7 @@ def test_every_submission_json_figure_is_traceable_to_a_log_line(packaged):
         for r, value in zip(refs, data["seeds"] if key == "seeds" else [data[key]] * 3):
             assert line(r).endswith(str(value))
         checked.add(key)
-    assert f"NVIDIA H100 80GB HBM3" in line(sources["hardware"].split(", ")[0])
+    assert "NVIDIA H100 80GB HBM3" in line(sources["hardware"].split(", ")[0])
     assert data["hardware"] == "8x NVIDIA H100 80GB HBM3"
     assert line(sources["python_version"].split(", ")[0]).startswith(f"Running Python {data['python_version']} ")
     assert line(sources["pytorch_version"].split(", ")[0]) == f"Running PyTorch {data['pytorch_version']}"

@@ -29,7 +29,7 @@ def render_review(report: AuditReport) -> str:
     parts = [_submission(r, report.options) for r in report.submissions]
     o = report.options
     footer = (f"<sub>pgolf {__version__} · Python target {o.python_label} ({o.python_origin}) · "
-              f"`pgolf review` output is deterministic: rerun it to diff.</sub>")
+              "`pgolf review` output is deterministic: rerun it to diff.</sub>")
     return "\n\n---\n\n".join(parts) + "\n\n" + footer + "\n"
 
 

@@ -218,7 +218,7 @@ def explain(rule_id: str, runs: list[Run], code: ShippedCode) -> str | None:
     """Why a warning `pgolf package` produces knowingly is expected, and what would remove it;
     None for a warning the packaging does not cause."""
     if rule_id == "LOG_SOURCE_MISMATCH" and code.form == "wrapped":
-        return (f"Expected with the wrapped form: the logs name the readable file that ran "
+        return ("Expected with the wrapped form: the logs name the readable file that ran "
                 f"(SHA-256 `{runs[0].code_sha256[:16]}...`); pgolf package checked that this payload "
                 "is that file minified (see Code). `--code-form plain` ships the readable file "
                 "instead.")
