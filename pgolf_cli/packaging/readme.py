@@ -197,10 +197,12 @@ def compliance(report: SubmissionReport, options: AuditOptions, runs: list[Run],
            "| condition | result | rules that test it |", "|---|---|---|"]
     for c in condition_results(results):
         out.append(f"| {c.condition} {c.title} | {c.status} | {', '.join(f'`{r}`' for r in c.rules)} |")
-    out += ["", "Rules checked:", "", "| rule | result | what it requires |", "|---|---|---|"]
+    out += ["", "Rules checked:", "", "| rule | result | what it requires | source |", "|---|---|---|---|"]
     for rule in catalogue.RULES:
         if results[rule.id] != "not checked":
-            out.append(f"| `{rule.id}` | {results[rule.id]} | {_md(rule.summary)} |")
+            source = rule.sources[0]
+            out.append(f"| `{rule.id}` | {results[rule.id]} | {_md(rule.summary)} | "
+                       f"[{_md(source.label)}]({source.url}) |")
     unchecked = [r for r, s in results.items() if s == "not checked"]
     if unchecked:
         out += ["", "Not checked by this version of pgolf: " + ", ".join(f"`{r}`" for r in unchecked)
