@@ -19,7 +19,7 @@ from audits.findings import Finding, Severity
 from audits.stats import mean, sample_var
 from audits.submission import LOG_LIMIT, Submission, read_bounded
 
-SMOKE_RULES = ("IMPORT_FAIL", "IMPORT_STUB_LIMIT", "SMOKE_TEST_PASS")
+SMOKE_RULES = ("IMPORT_FAIL", "IMPORT_STUB_LIMIT")  # the smoke import reports a pass as an IMPORT_FAIL INFO
 REPO_PATH_RULES = {"LAYOUT_NOT_SINGLE_FOLDER"}  # their findings name paths in the repository
 EXCERPT_CONTEXT = 2  # lines shown before and after a finding's line
 EXCERPT_WIDTH = 160  # longer lines (a wrapper's payload) are cut
@@ -175,5 +175,5 @@ def _excerpt(sub: Submission, f: Finding) -> str | None:
 def _smoke(r: SubmissionReport) -> str:
     smoke = [f for f in r.findings if f.rule in SMOKE_RULES]
     if not smoke:
-        return "**Smoke test:** did not run (the sandboxed CPU import is not part of this version)."
+        return "**Smoke test:** did not run (this review ran no sandboxed CPU import)."
     return "**Smoke test:** " + " ".join(f"{f.severity} `{f.rule}`: {f.message}." for f in smoke)
