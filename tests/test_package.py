@@ -416,3 +416,15 @@ def test_wrapped_script_compiles_on_python_310(packaged, tmp_path):
     for path in (result.folder / "train_gpt.py", payload):
         subprocess.run([_python310(), "-c", "import sys; compile(open(sys.argv[1]).read(), sys.argv[1], 'exec')",
                         str(path)], check=True, timeout=60)
+
+
+def test_readme_flags_hyperparameters_that_differ_between_runs(tmp_path):
+    runs = [runfolders.write_run(tmp_path / "runs" / "a", 42),
+            runfolders.write_run(tmp_path / "runs" / "b", 314, extra_hparams={"matrix_lr": "0.03"})]
+    result = package(request(runs, tmp_path, track="non_record_16mb", code_form="plain"))
+    text = (result.folder / "README.md").read_text()
+    assert "- `matrix_lr`: seed 42: `0.022`, seed 314: `0.03`" in text
+    assert "`seed`:" not in text and "`run_id`:" not in text  # they differ by design
+    assert result.folder.parent.name == "track_non_record_16mb"
+    assert "The non-record track has no significance requirement" not in text  # no baseline given
+    assert result.pr_title.startswith("Non-record: ")
