@@ -140,6 +140,20 @@ def wrap(source: str) -> str:
     return WRAPPER_HEAD + base64.b85encode(packed).decode("ascii") + WRAPPER_TAIL
 
 
+def unwrap(text: str, limit: int = 8 * 1024 * 1024) -> str | None:
+    """The source inside a wrapper that `wrap` wrote, or None when `text` is not exactly one (or
+    its payload does not decode, or decodes to more than `limit` bytes). Never executes anything."""
+    if not (text.startswith(WRAPPER_HEAD) and text.endswith(WRAPPER_TAIL)):
+        return None
+    try:
+        packed = base64.b85decode(text[len(WRAPPER_HEAD):-len(WRAPPER_TAIL)])
+        decompressor = lzma.LZMADecompressor(format=lzma.FORMAT_RAW, filters=[{"id": lzma.FILTER_LZMA2}])
+        data = decompressor.decompress(packed, max_length=limit)
+        return data.decode("utf-8") if decompressor.eof else None
+    except (ValueError, lzma.LZMAError):  # UnicodeDecodeError is a ValueError
+        return None
+
+
 def compact_form(source: str) -> str:
     """The smallest self-extracting form pgolf builds: minified when the source tokenizes here."""
     try:
