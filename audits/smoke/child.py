@@ -112,6 +112,8 @@ def _describe(exc: BaseException, stubs: types.ModuleType, roots) -> dict:
         info["syntax"] = {"file": exc.filename, "line": exc.lineno, "text": (exc.text or "").strip()}
     if isinstance(exc, ImportError):
         info["module"] = exc.name
+    if isinstance(exc, OSError):
+        info["errno"] = exc.errno
     return info
 
 
@@ -119,13 +121,13 @@ def _stub_cause(exc: BaseException, frames, stubs: types.ModuleType, roots) -> s
     """The stubbed name a failure comes from, or None when no stub is involved."""
     if not stubs.touched:  # the script never reached a stub
         return None
-    last = stubs.touched[-1] if stubs.touched else None
-    if any(f[0] == stubs.__file__ for f in frames):
-        return last
+    last = stubs.touched[-1]
     if isinstance(exc, AttributeError) and isinstance(getattr(exc, "obj", None), stubs.StubbedGPUObject):
         return f"{exc.obj._stub_name}.{exc.name}"
     if isinstance(exc, AttributeError) and getattr(getattr(exc, "obj", None), "__name__", "").split(".")[0] in roots:
         return f"{exc.obj.__name__}.{exc.name}"
+    if any(f[0] == stubs.__file__ for f in frames):
+        return last
     if isinstance(exc, ImportError) and (exc.name or "").split(".")[0] in roots:
         return exc.name
     message = str(exc)

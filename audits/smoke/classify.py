@@ -9,6 +9,8 @@ IMPORT_FAIL that says why it is not counted as a defect.
 
 from __future__ import annotations
 
+import errno
+
 from audits.checks.requirements import DISTRIBUTIONS, REFERENCE, normalize
 from audits.findings import Finding, Severity
 from audits.registry import found
@@ -76,8 +78,9 @@ def _failed(result, sub: Submission, script: Script, tag: str) -> Finding:
         return found("IMPORT_STUB_LIMIT", f"the import failed at the stubbed GPU-only name "
                      f"{error['stub']}: {shown} {tag}", **where,
                      hint="Not a defect on H100; a reviewer's CPU smoke test cannot get past this line.")
-    if "MemoryError" in mro or "BlockingIOError" in mro:
-        limit = "memory" if "MemoryError" in mro else "process"
+    limit = ("memory" if "MemoryError" in mro else "process" if "BlockingIOError" in mro
+             else "output" if error.get("errno") == errno.EFBIG else None)
+    if limit:
         return found("IMPORT_FAIL", f"the import hit the sandbox's {limit} limit: {shown} {tag}",
                      severity=Severity.WARN, **where,
                      hint="Importing the script must be quick and harmless: move work into main().")

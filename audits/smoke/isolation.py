@@ -131,7 +131,8 @@ def _python_paths() -> list[str]:
 def _unshare_prefix() -> list[str]:
     # Without root, a user namespace is what allows the others (mapped to root inside it only).
     user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
-    return ["unshare", *user, "--net", "--pid", "--fork", "--kill-child", "--"]
+    # A fresh /proc: the host's would show other processes, and their environment to the same user.
+    return ["unshare", *user, "--net", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc", "--"]
 
 
 def environment(tmp: Path) -> dict[str, str]:
