@@ -98,7 +98,9 @@ def _bwrap_prefix(tmp: Path, workdir: Path) -> list[str]:
                 "--unshare-cgroup-try", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     else:
         args = ["bwrap", "--unshare-all"]
-    args += ["--die-with-parent", "--new-session"]
+    # The child is the namespace's first process: when it ends, the kernel kills the rest before bwrap
+    # returns, so nothing is still dying when the import is reported.
+    args += ["--as-pid-1", "--die-with-parent", "--new-session"]
     bound: list[str] = []
     made: set[str] = set()
     for path in sorted({*_SYSTEM_PATHS, *_python_paths()}):

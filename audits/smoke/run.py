@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from audits.findings import Finding
@@ -27,6 +28,7 @@ from audits.submission import ENTRY_SCRIPT, Script, Submission
 _COPY_LIMIT = 64 * 2**20  # files larger than this (checkpoints, data) are not copied
 _RESULT_LIMIT = 2**20
 _TAIL = 2000
+_REAP_S = 10.0  # how long to wait for the child's processes to die
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,7 +133,8 @@ def _run_child(tmp: Path, sub: Submission, script: Script, result: SmokeResult, 
 
 
 def _execute(cmd: list[str], folder: Path, tmp: Path, limits: Limits) -> int | None:
-    """Run the child; None when it hit the wall-clock limit. Kills its whole process group."""
+    """Run the child; None when it hit the wall-clock limit. Every process it started is dead
+    when this returns."""
     with open(tmp / "out" / "stdout", "wb") as out, open(tmp / "out" / "stderr", "wb") as err:
         proc = subprocess.Popen(cmd, cwd=folder, env=isolation.environment(tmp), stdin=subprocess.DEVNULL,
                                 stdout=out, stderr=err, start_new_session=True)
@@ -140,11 +143,80 @@ def _execute(cmd: list[str], folder: Path, tmp: Path, limits: Limits) -> int | N
         except subprocess.TimeoutExpired:
             return None
         finally:
-            try:  # at bubblewrap and unshare the namespace dies with its first process anyway
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
+            _kill_all(proc, f"HOME={tmp / 'home'}".encode())
+
+
+def _kill_all(proc: subprocess.Popen, mark: bytes) -> None:
+    """Kill the child's process tree (the first process of a PID namespace takes the whole
+    namespace with it), its process group, and any process still carrying the child's
+    environment mark (at level `none`, that finds a process that left the group, unless it also
+    replaced its environment); then wait until none of them is left."""
+    doomed = _descendants(proc.pid)
+    for pid in doomed:
+        _kill(pid)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+    deadline = time.monotonic() + _REAP_S
+    while time.monotonic() < deadline:
+        alive = [pid for pid in doomed if _alive(pid)]
+        alive += [pid for pid in _pids() if mark in _environ(pid).split(b"\0")]
+        if not alive:
+            return
+        for pid in alive:
+            _kill(pid)
+        time.sleep(0.05)
+
+
+def _descendants(pid: int) -> list[int]:
+    found, stack = [], [pid]
+    while stack:
+        parent = stack.pop()
+        for task in _listdir(f"/proc/{parent}/task"):
+            try:
+                children = Path(f"/proc/{parent}/task/{task}/children").read_text().split()
+            except OSError:
+                continue
+            for child in map(int, children):
+                found.append(child)
+                stack.append(child)
+    return found
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def _environ(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            return handle.read()
+    except OSError:  # gone, or not ours to read
+        return b""
 
 
 def _read_report(out: Path, result: SmokeResult, returncode: int | None, sandbox: Sandbox) -> None:
