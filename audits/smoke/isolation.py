@@ -101,6 +101,8 @@ def _bwrap_prefix(tmp: Path, workdir: Path) -> list[str]:
     # The child is the namespace's first process: when it ends, the kernel kills the rest before bwrap
     # returns, so nothing is still dying when the import is reported.
     args += ["--as-pid-1", "--die-with-parent", "--new-session"]
+    # /tmp first: a Python installed under it is bound on top of the fresh /tmp, not hidden by it
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm"]
     bound: list[str] = []
     made: set[str] = set()
     for path in sorted({*_SYSTEM_PATHS, *_python_paths()}):
@@ -117,7 +119,6 @@ def _bwrap_prefix(tmp: Path, workdir: Path) -> list[str]:
                     made.add(str(parent))
             args += ["--ro-bind", path, path]
         bound.append(path)
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm"]
     if tmp != Path("/"):
         args += ["--bind", str(tmp), str(tmp)]
     return args + ["--chdir", str(workdir), "--"]
