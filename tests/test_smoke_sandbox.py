@@ -105,6 +105,24 @@ def test_allocating_50_gb_hits_the_memory_limit(sandbox, smoke_folder):
 
 
 @pytest.mark.parametrize("sandbox", LEVELS)
+def test_allocating_50_gb_through_torch_hits_the_memory_limit(sandbox, smoke_folder):
+    finding = only_finding(smoke(smoke_folder("torch_alloc"), sandbox))
+    assert "memory limit" in finding.message and finding.line == 4
+
+
+@pytest.mark.parametrize("sandbox", LEVELS)
+def test_a_busy_loop_is_stopped_by_the_cpu_limit(sandbox, smoke_folder):
+    finding = only_finding(smoke(smoke_folder("busy_loop"), sandbox, Limits(wall_s=30, cpu_s=1)))
+    assert "CPU time limit: CPUTimeLimit" in finding.message and finding.line in (3, 4)  # in the loop
+
+
+@pytest.mark.parametrize("sandbox", LEVELS)
+def test_opening_files_hits_the_open_file_limit(sandbox, smoke_folder):
+    finding = only_finding(smoke(smoke_folder("open_files"), sandbox))
+    assert "open-file limit" in finding.message and "Too many open files" in finding.message
+
+
+@pytest.mark.parametrize("sandbox", LEVELS)
 def test_sleeping_forever_is_stopped_by_the_wall_clock(sandbox, smoke_folder):
     start = time.monotonic()
     result = smoke(smoke_folder("sleep_forever"), sandbox, Limits(wall_s=3, cpu_s=30))

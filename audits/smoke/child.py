@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import resource
+import signal
 import sys
 import time
 import traceback
@@ -30,6 +31,11 @@ _DIM_NAMES = {
 _TINY = {"num_layers": 2, "model_dim": 64, "vocab_size": 128, "num_heads": 2, "num_kv_heads": 1,
          "mlp_mult": 2, "train_seq_len": 16, "eval_seq_len": 16, "xsa_last_n": 1, "rope_dims": 16}
 _TINY_TOKENS = 16
+
+
+class CPUTimeLimit(BaseException):
+    """Raised in the script when it has used its CPU time (a BaseException, like
+    KeyboardInterrupt, so that `except Exception` in the script does not swallow it)."""
 
 
 def main(config_path: str) -> None:
@@ -65,13 +71,18 @@ def main(config_path: str) -> None:
 
 
 def _set_limits(limits: dict) -> None:
-    # The CPU limit's hard value is a little higher so that SIGXCPU, which names the cause,
-    # arrives before SIGKILL.
+    # At the soft CPU limit SIGXCPU raises CPUTimeLimit in the script, which names the cause in
+    # the report; the hard limit's SIGKILL follows for a script that ignores it.
     resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_s"], limits["cpu_s"] + 5))
+    signal.signal(signal.SIGXCPU, _cpu_time_used)
     for name, value in (("RLIMIT_AS", limits["memory_bytes"]), ("RLIMIT_NPROC", limits["processes"]),
                         ("RLIMIT_NOFILE", limits["open_files"]), ("RLIMIT_FSIZE", limits["output_bytes"]),
                         ("RLIMIT_CORE", 0)):
         resource.setrlimit(getattr(resource, name), (value, value))
+
+
+def _cpu_time_used(signum, frame):
+    raise CPUTimeLimit("the CPU time limit was reached")
 
 
 def _load_stubs() -> types.ModuleType:

@@ -78,8 +78,11 @@ def _failed(result, sub: Submission, script: Script, tag: str) -> Finding:
         return found("IMPORT_STUB_LIMIT", f"the import failed at the stubbed GPU-only name "
                      f"{error['stub']}: {shown} {tag}", **where,
                      hint="Not a defect on H100; a reviewer's CPU smoke test cannot get past this line.")
-    limit = ("memory" if "MemoryError" in mro else "process" if "BlockingIOError" in mro
-             else "output" if error.get("errno") == errno.EFBIG else None)
+    limit = ("CPU time" if "CPUTimeLimit" in mro
+             else "memory" if "MemoryError" in mro or "can't allocate memory" in message
+             else "process" if "BlockingIOError" in mro
+             else "output" if error.get("errno") == errno.EFBIG
+             else "open-file" if error.get("errno") == errno.EMFILE else None)
     if limit:
         return found("IMPORT_FAIL", f"the import hit the sandbox's {limit} limit: {shown} {tag}",
                      severity=Severity.WARN, **where,

@@ -3,12 +3,14 @@ environment and identity each one runs the child with.
 
 Levels, best first (the best one that works here is used, and the report names it):
 - bubblewrap: new network, PID, IPC and UTS namespaces; a root filesystem that holds only the
-  system and Python directories, read-only, plus the temporary directory; capabilities dropped.
-- unshare: new network and PID namespaces (util-linux `unshare`); the host's filesystem.
+  system and Python directories, read-only, plus the temporary directory; no new privileges;
+  run as nobody when pgolf runs as root.
+- unshare: new network and PID namespaces and a fresh /proc (util-linux `unshare`); the host's
+  filesystem.
 - none: no namespaces. The import has network access; the report says so.
 At every level: a fresh process, a scrubbed environment, HOME and TMPDIR inside the temporary
-directory, resource limits, and everything the child started is killed at the end (at `none`
-only what stays in its process group).
+directory, resource limits, and everything the child started is killed at the end (at `none`,
+a daemon that leaves the process tree and group and replaces its environment can survive).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ class Sandbox:
     def describe(self) -> str:
         parts = ["no network" if self.network_isolated else "WITH network access (not isolated)"]
         parts.append("own PID namespace" if self.own_pid_namespace
-                     else "no PID namespace (detached processes may survive)")
+                     else "no PID namespace (other processes are visible; detached processes may survive)")
         parts.append("read-only system, only the temporary copy writable" if self.private_filesystem
                      else "host filesystem, writable wherever this user can write")
         uid = self.drop_to if self.drop_to is not None else os.geteuid()

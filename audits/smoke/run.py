@@ -243,12 +243,8 @@ def _read_report(out: Path, result: SmokeResult, returncode: int | None, sandbox
 def _stop_reason(returncode: int | None, sandbox: Sandbox, limits: Limits) -> str:
     if returncode is None:
         return f"the wall-clock limit ({limits.wall_s:g} s)"
-    # bwrap reports a child killed by signal N as status 128 + N; the others as -N
+    # bwrap reports a child killed by signal N as status 128 + N; unshare and Python as -N
     sig = -returncode if returncode < 0 else returncode - 128 if sandbox.level == "bubblewrap" and returncode > 128 else 0
-    if sig == signal.SIGXFSZ:
-        return f"the output limit ({limits.output_bytes / 2**20:g} MiB)"
-    if sig == signal.SIGXCPU:
-        return f"the CPU time limit ({limits.cpu_s} s)"
     if sig > 0:
         return f"signal {signal.Signals(sig).name}"
     return f"the process ending with status {returncode} before the import finished"
