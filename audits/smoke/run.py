@@ -244,8 +244,10 @@ def _stop_reason(returncode: int | None, sandbox: Sandbox, limits: Limits) -> st
     if returncode is None:
         return f"the wall-clock limit ({limits.wall_s:g} s)"
     # bwrap reports a child killed by signal N as status 128 + N; unshare and Python as -N
-    sig = -returncode if returncode < 0 else returncode - 128 if sandbox.level == "bubblewrap" and returncode > 128 else 0
-    if sig > 0:
+    sig = -returncode
+    if sandbox.level == "bubblewrap" and returncode > 128:
+        sig = returncode - 128
+    if sig in signal.valid_signals():
         return f"signal {signal.Signals(sig).name}"
     return f"the process ending with status {returncode} before the import finished"
 
