@@ -89,7 +89,7 @@ def _failed(result, sub: Submission, script: Script, tag: str) -> Finding:
                      hint="Importing the script must be quick and harmless: move work into main().")
     if "SyntaxError" in mro or "NameError" in mro:
         return found("IMPORT_FAIL", f"the import fails with {shown} {tag}", **where,
-                     hint="Fix it: this fails on every machine.")
+                     hint="This fails on any machine, GPU or not: correct the script.")
     module = error.get("module") or ""
     if "ModuleNotFoundError" in mro and module:
         top = module.split(".")[0]
