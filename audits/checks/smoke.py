@@ -7,14 +7,14 @@ import weakref
 from audits.registry import check
 from audits.smoke import run  # the module, not its names: audits.smoke.run imports this package
 
-# One smoke import per submission serves both rules.
-_results: dict[int, run.SmokeResult] = {}
+# One smoke import per submission (and forward-pass setting) serves both rules.
+_results: dict[tuple[int, bool], run.SmokeResult] = {}
 
 
 def smoke_result(sub, options):
     if not options.smoke:
         return None
-    key = id(sub)
+    key = (id(sub), options.smoke_forward)
     if key not in _results:
         _results[key] = run.run_smoke(sub, options)
         weakref.finalize(sub, _results.pop, key, None)
