@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import sys
 from pathlib import Path
@@ -87,11 +88,16 @@ def _baseline(bpb: str | None, run_logs: tuple[str, ...]) -> Baseline | None:
               metavar="LOG", help="Previous record's seed logs (repeatable).")
 @click.option("--p-threshold", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01,
               show_default=True, help="Significance threshold (organizers later used 0.25).")
-@click.option("--smoke/--no-smoke", default=False, help="CPU smoke import in a sandbox (not built yet).")
+@click.option("--smoke/--no-smoke", default=None,
+              help="Import the entry script on CPU in a sandbox, GPU-only modules stubbed "
+                   "[default: on when torch is installed].")
+@click.option("--smoke-forward", is_flag=True,
+              help="With the smoke import, also build the model with tiny shapes and run one forward "
+                   "pass (reported, never failed on).")
 @click.option("--list-rules", is_flag=True, help="List every rule and exit.")
 @click.option("--explain", metavar="RULE", help="Explain one rule and exit.")
 def audit_command(paths, fmt, output, strict, only, skip, waive, waiver_files, python, base,
-                  baseline_bpb, baseline_run, p_threshold, smoke, list_rules, explain):
+                  baseline_bpb, baseline_run, p_threshold, smoke, smoke_forward, list_rules, explain):
     """Check records folders (or a PR's change, with --base) against every rule.
 
     \b
@@ -111,8 +117,14 @@ def audit_command(paths, fmt, output, strict, only, skip, waive, waiver_files, p
         return
     if not paths:
         raise click.UsageError("give at least one records folder (or use --list-rules)")
-    if smoke:
-        raise PgolfError("the sandboxed smoke import is not built yet; run without --smoke")
+    if smoke is None:
+        smoke = importlib.util.find_spec("torch") is not None
+        if not smoke:
+            click.echo("pgolf: no smoke import: torch is not installed (pip install torch)", err=True)
+    elif smoke and importlib.util.find_spec("torch") is None:
+        raise PgolfError("--smoke needs torch in this environment (pip install torch)")
+    if smoke_forward and not smoke:
+        raise PgolfError("--smoke-forward needs the smoke import; drop --no-smoke")
     try:
         waivers = load_waivers(waive, waiver_files)
     except InputError as exc:
@@ -122,7 +134,7 @@ def audit_command(paths, fmt, output, strict, only, skip, waive, waiver_files, p
         python_origin="--python" if python else AuditOptions.python_origin,
         only=only, skip=skip, strict=strict, waivers=waivers,
         baseline=_baseline(baseline_bpb, baseline_run), p_threshold=p_threshold,
-        base_ref=base, smoke=smoke)
+        base_ref=base, smoke=smoke, smoke_forward=smoke_forward)
     try:
         report = api.audit(paths, options)
     except InputError as exc:
