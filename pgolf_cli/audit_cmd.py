@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ from audits.submission import LOG_LIMIT, InputError, read_bounded
 from audits.waivers import load_waivers
 from pgolf_cli import console
 from pgolf_cli.errors import PgolfError
+from pgolf_cli.smoke_option import resolve_smoke, smoke_option
 
 
 def _rule_list(ctx, param, value: str | None) -> frozenset[str]:
@@ -88,9 +88,7 @@ def _baseline(bpb: str | None, run_logs: tuple[str, ...]) -> Baseline | None:
               metavar="LOG", help="Previous record's seed logs (repeatable).")
 @click.option("--p-threshold", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01,
               show_default=True, help="Significance threshold (organizers later used 0.25).")
-@click.option("--smoke/--no-smoke", default=None,
-              help="Import the entry script on CPU in a sandbox, GPU-only modules stubbed "
-                   "[default: on when torch is installed].")
+@smoke_option
 @click.option("--smoke-forward", is_flag=True,
               help="With the smoke import, also build the model with tiny shapes and run one forward "
                    "pass (reported, never failed on).")
@@ -117,12 +115,7 @@ def audit_command(paths, fmt, output, strict, only, skip, waive, waiver_files, p
         return
     if not paths:
         raise click.UsageError("give at least one records folder (or use --list-rules)")
-    if smoke is None:
-        smoke = importlib.util.find_spec("torch") is not None
-        if not smoke:
-            click.echo("pgolf: no smoke import: torch is not installed (pip install torch)", err=True)
-    elif smoke and importlib.util.find_spec("torch") is None:
-        raise PgolfError("--smoke needs torch in this environment (pip install torch)")
+    smoke = resolve_smoke(smoke)
     if smoke_forward and not smoke:
         raise PgolfError("--smoke-forward needs the smoke import; drop --no-smoke")
     try:

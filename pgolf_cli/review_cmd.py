@@ -11,6 +11,7 @@ from audits.context import AuditOptions
 from audits.report.review import render_review
 from audits.submission import InputError
 from pgolf_cli.errors import PgolfError
+from pgolf_cli.smoke_option import resolve_smoke, smoke_option
 
 
 @click.command("review")
@@ -18,7 +19,8 @@ from pgolf_cli.errors import PgolfError
 @click.option("--base", metavar="REF",
               help="PATH is a checkout of the PR branch: review the records folder its HEAD adds "
                    "over REF, and check that the change touches nothing else.")
-def review_command(path, base):
+@smoke_option
+def review_command(path, base, smoke):
     """Print the audit of PATH (a records folder, or a PR checkout with --base) as a review
     comment to paste on the PR. The same folder always gives the same bytes.
 
@@ -30,7 +32,7 @@ def review_command(path, base):
     Exit status: 0 clean, 1 findings that fail, 2 usage or internal error.
     """
     try:
-        report = api.audit([path], AuditOptions(base_ref=base))
+        report = api.audit([path], AuditOptions(base_ref=base, smoke=resolve_smoke(smoke)))
     except InputError as exc:
         raise PgolfError(str(exc)) from None
     click.echo(render_review(report), nl=False)

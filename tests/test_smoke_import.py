@@ -33,7 +33,8 @@ def test_legitimate_shapes_import(fixture, smoke_folder):
     finding = only_finding(result)
     assert result.outcome == "pass", result.error
     assert finding.rule == "IMPORT_FAIL" and finding.severity == Severity.INFO
-    assert finding.message.startswith("SMOKE_TEST_PASS: imported in ")
+    assert finding.message.startswith("SMOKE_TEST_PASS: imported")
+    assert finding.evidence.startswith("imported in ")
     assert f"[sandbox: {result.sandbox.level}" in finding.message
     assert result.sandbox.describe() in finding.evidence
 

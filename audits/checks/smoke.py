@@ -28,8 +28,8 @@ def import_fail(sub, options):
     process inside a sandbox: a temporary copy of the folder, no network, a scrubbed environment,
     limits on time, memory, processes, open files and output, and FlashAttention, CUTLASS and
     (when missing) Triton replaced by stubs. A passing import is recorded as INFO
-    `SMOKE_TEST_PASS` with the import time, the model's layers, width and vocabulary when they can
-    be read from class attributes, the code bytes, and the sandbox used.
+    `SMOKE_TEST_PASS` with the model's layers, width and vocabulary when they can be read from
+    class attributes, the code bytes, the sandbox used, and the import time in its evidence.
 
     Why it matters: the README requires that the script "must compile and run" from inside the
     records folder; "does it even import?" is the first thing a reviewer checks on a CPU box.
