@@ -74,8 +74,7 @@ def pick_device(dist: Dist) -> torch.device:
     device = torch.device("cuda", dist.local_rank)
     torch.cuda.set_device(device)
     # fp32 matmuls outside autocast may use TF32, as in the records.
-    torch.backends.cuda.matmul.allow_tf32 = True
-    torch.backends.cudnn.allow_tf32 = True
+    torch.set_float32_matmul_precision("high")
     return device
 
 
