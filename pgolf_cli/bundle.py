@@ -226,7 +226,8 @@ def _check_names(order: list[Module]) -> None:
                 raise PgolfError(f"{PACKAGE}/{module.name}.py and {PACKAGE}/{bound[name][1]}.py both "
                                  f"bind the top-level name {name!r}; rename one so they can share a file")
             bound.setdefault(name, (origin, module.name))
-        for source, names in module.imports.items():
+        present = {m: n for m, n in module.optional.items() if m in defined}
+        for source, names in {**module.imports, **present}.items():
             for name in names:
                 if name not in defined.get(source, {}):
                     raise PgolfError(f"{PACKAGE}/{module.name}.py imports {name} from "

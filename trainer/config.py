@@ -14,7 +14,8 @@ import dataclasses
 import difflib
 import os
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from trainer.errors import TrainerError
 

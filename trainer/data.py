@@ -36,7 +36,7 @@ class WindowStream:
         self.seed = seed
         self._epoch = -1
         self._epoch_start = 0  # stream position of the current epoch's first window
-        if self._windows_per_shard(phase=seq_len - 1).sum() == 0:
+        if self._windows_per_shard(phase=0).sum() == 0:
             raise TrainerError(f"the training shards hold no complete window of TRAIN_SEQ_LEN+1="
                                f"{seq_len + 1} tokens")
         self._begin_epoch(0)
@@ -114,18 +114,20 @@ class TrainLoader:
         try:
             while not self._stop.is_set():
                 slot = k % len(self._buffers)
-                if self._copied[slot] is not None:
+                if self._copied[slot] is not None:  # its last copy to the GPU must be done
                     self._copied[slot].synchronize()
-                item = (slot, self._fill(k, self._buffers[slot]))
-                while not self._stop.is_set():
-                    try:
-                        self._queue.put(item, timeout=0.1)
-                        break
-                    except queue.Full:
-                        pass
+                self._put((slot, self._fill(k, self._buffers[slot])))
                 k += 1
         except BaseException as exc:  # handed to the training loop, which re-raises it
-            self._queue.put((None, exc))
+            self._put((None, exc))
+
+    def _put(self, item: tuple) -> None:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                pass
 
     def next_batch(self) -> tuple[torch.Tensor, torch.Tensor]:
         if self._thread is None:  # synchronous: a plain buffer and a blocking copy

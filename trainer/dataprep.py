@@ -18,7 +18,7 @@ import lzma
 import multiprocessing
 import os
 from pathlib import Path
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import sentencepiece as spm

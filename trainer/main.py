@@ -31,11 +31,11 @@ from trainer.runtime import Run
 from trainer.train import train
 
 try:
-    from trainer.export import EXPORT_ERRORS, export_and_evaluate
+    from trainer.export import export_and_evaluate
 except ModuleNotFoundError as exc:  # the export half is built separately; without it runs end here
     if exc.name != "trainer.export":
         raise
-    EXPORT_ERRORS, export_and_evaluate = (), None
+    export_and_evaluate = None
 
 # The file that is running, when it is a bundled train_gpt.py (then it is not inside a package).
 CODE_PATH = None if __package__ else Path(__file__).resolve()
@@ -54,18 +54,16 @@ def main() -> None:
         run_training(cfg, dist, device, data)
     except TrainerError as exc:
         fail(exc)
-    except EXPORT_ERRORS as exc:  # e.g. an artifact over the cap: one line, exit status 1
-        fail(exc, status=1)
     finally:
         close_log()
         stop()
 
 
-def fail(exc: Exception, status: int = 2) -> None:
-    """Report a problem in one line (once, from rank 0) and exit; 2 is bad input."""
+def fail(exc: TrainerError) -> None:
+    """Report bad input in one line (once, from rank 0) and exit with status 2."""
     if os.environ.get("RANK", "0") == "0":
         print(f"train_gpt: {exc}", file=sys.stderr, flush=True)
-    sys.exit(status)
+    sys.exit(2)
 
 
 def pick_device(dist: Dist) -> torch.device:

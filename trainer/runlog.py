@@ -12,7 +12,8 @@ import hashlib
 import platform
 import subprocess
 from pathlib import Path
-from typing import Callable, TextIO
+from collections.abc import Callable
+from typing import TextIO
 
 import torch
 
