@@ -16,7 +16,6 @@ import torch.nn.functional as F
 
 from trainer.errors import TrainerError
 
-BACKENDS = ("fa3", "fa2", "sdpa_cudnn", "sdpa_flash", "sdpa")
 _FLASH_MODULES = {"fa3": "flash_attn_interface", "fa2": "flash_attn"}
 _flash_funcs: dict = {}
 

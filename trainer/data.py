@@ -24,7 +24,7 @@ import torch
 
 from trainer.distributed import Dist
 from trainer.errors import TrainerError
-from trainer.shards import open_shard, shard_token_count
+from trainer.shards import open_shard
 
 
 class WindowStream:
@@ -164,7 +164,3 @@ def load_validation_tokens(files: list[Path], seq_len: int) -> torch.Tensor:
         raise TrainerError(f"the validation split ({tokens.size} tokens) is shorter than one "
                            f"EVAL_SEQ_LEN={seq_len} window")
     return torch.from_numpy(tokens[:usable + 1].copy())
-
-
-def count_tokens(files: list[Path]) -> int:
-    return sum(shard_token_count(f) for f in files)

@@ -79,8 +79,3 @@ def broadcast(tensor: torch.Tensor, src: int = 0) -> torch.Tensor:
     if is_running():
         dist.broadcast(tensor, src)
     return tensor
-
-
-def barrier() -> None:
-    if is_running():
-        dist.barrier()

@@ -105,15 +105,15 @@ def run_training(cfg: Config, dist: Dist, device: torch.device, data: DataFiles)
         log(f"model_params:{sum(p.numel() for p in model.parameters())}")
         run = Run(cfg=cfg, dist=dist, device=device, data=data, val=val, out_dir=out_dir,
                   code_path=CODE_PATH)
-        result = train(run, model, live)
-        if dist.is_main:
-            torch.save(model.state_dict(), out_dir / "final_model.pt")
+        train_ms = train(run, model, live)
+        if dist.is_main:  # CPU tensors, so the checkpoint loads anywhere
+            torch.save({k: v.cpu() for k, v in model.state_dict().items()}, out_dir / "final_model.pt")
             log(f"checkpoint: final_model.pt {(out_dir / 'final_model.pt').stat().st_size} bytes")
     finally:
         if live is not None:
             live.stop()
     if export_and_evaluate is not None and not cfg.prequant_only:
-        export_and_evaluate(run, model, result.train_time_ms)
+        export_and_evaluate(run, model, train_ms)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import dataclasses
 import math
 import statistics
 import time
@@ -62,15 +61,9 @@ class Stopwatch:
         return self.total + 1000.0 * running
 
 
-@dataclasses.dataclass(frozen=True)
-class TrainResult:
-    forward: nn.Module     # the compiled model (the model itself when not compiled)
-    steps: int
-    train_time_ms: float   # training time counted against the budget (validation excluded)
-
-
-def train(run: Run, model: GPT, live: LiveProgress | None = None) -> TrainResult:
-    """Train `model` in place and leave the EMA weights in it."""
+def train(run: Run, model: GPT, live: LiveProgress | None = None) -> float:
+    """Train `model` in place and leave the EMA weights in it; returns the training time in ms
+    counted against the budget (validation excluded)."""
     cfg = run.cfg
     compiled = model
     if cfg.compile and run.device.type == "cuda":
@@ -86,7 +79,7 @@ def train(run: Run, model: GPT, live: LiveProgress | None = None) -> TrainResult
     ms_plain, ms_looping = warm_up(run, model, net, opts, schedule)
     decay = choose_ema_decay(run, schedule, ms_plain, ms_looping)
     ema = EMA(model, decay) if decay > 0 else None
-    steps, train_ms = run_steps(run, model, net, compiled, opts, schedule, ema, live)
+    train_ms = run_steps(run, model, net, compiled, opts, schedule, ema, live)
     if ema is not None:
         log("ema:applying EMA weights")
         ema.copy_to(model)
@@ -94,7 +87,7 @@ def train(run: Run, model: GPT, live: LiveProgress | None = None) -> TrainResult
     val_loss, val_bpb = evaluate(compiled, run.val, cfg, run.dist, run.device)
     log(f"pre-quantization post-ema val_loss:{val_loss:.8f} val_bpb:{val_bpb:.8f} "
         f"eval_time:{1000 * (time.perf_counter() - t0):.0f}ms")
-    return TrainResult(forward=compiled, steps=steps, train_time_ms=train_ms)
+    return train_ms
 
 
 def train_step(run: Run, net: nn.Module, loader: TrainLoader, opts: Optimizers) -> torch.Tensor:
@@ -170,8 +163,8 @@ def choose_ema_decay(run: Run, schedule: Schedule, ms_plain: float, ms_looping: 
 
 
 def run_steps(run: Run, model: GPT, net: nn.Module, compiled: nn.Module, opts: Optimizers,
-              schedule: Schedule, ema: EMA | None, live: LiveProgress | None) -> tuple[int, float]:
-    """Train until ITERATIONS or the budget; returns the steps taken and the training time."""
+              schedule: Schedule, ema: EMA | None, live: LiveProgress | None) -> float:
+    """Train until ITERATIONS or the budget; returns the training time in ms."""
     cfg, total = run.cfg, run.cfg.iterations
     loader = run.train_loader()
     watch = Stopwatch(run.device)
@@ -218,7 +211,7 @@ def run_steps(run: Run, model: GPT, net: nn.Module, compiled: nn.Module, opts: O
     if run.device.type == "cuda":
         log(f"peak memory allocated: {torch.cuda.max_memory_allocated() // 2**20} MiB "
             f"reserved: {torch.cuda.max_memory_reserved() // 2**20} MiB")
-    return step, watch.total
+    return watch.total
 
 
 def agree(run: Run, elapsed_ms: float, diverged: bool) -> tuple[float, bool]:
