@@ -96,6 +96,7 @@ def train(data_dir: Path, out: Path, seconds: float, warmup_steps: int) -> Path:
            "MAX_WALLCLOCK_SECONDS": str(seconds), "PREQUANT_ONLY": "1", "VAL_LOSS_EVERY": "0",
            "TRAIN_LOG_EVERY": "1", "WARMUP_STEPS": str(warmup_steps), "OUT_DIR": str(out),
            "RUN_ID": "bench_h200"}
+    out.mkdir(parents=True, exist_ok=True)
     with open(out / "stdout.txt", "w") as sink:
         proc = subprocess.Popen([sys.executable, "-m", "trainer"], env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
