@@ -203,7 +203,22 @@ class GPT(nn.Module):
 
     def forward_logits(self, input_ids: torch.Tensor) -> torch.Tensor:
         """input_ids (B, T) -> float32 logits (B, T, V), after the softcap."""
-        x = F.rms_norm(self.tok_emb(input_ids), (self.tok_emb.embedding_dim,))
+        return self._logits(input_ids).float()
+
+    def forward(self, input_ids: torch.Tensor, target_ids: torch.Tensor) -> torch.Tensor:
+        """Mean cross-entropy (nats) of predicting target_ids (B, T)."""
+        logits = self._logits(input_ids)
+        return F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), target_ids.reshape(-1))
+
+    def _logits(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """Softcapped logits in the compute dtype: bf16 under autocast, as the records' bf16
+        model, so the (B, T, V) tensor, the largest of the step, is never held in fp32."""
+        x = self.tok_emb(input_ids)
+        if torch.is_autocast_enabled(x.device.type):
+            # The master embedding is fp32; without this cast the whole residual stream, and every
+            # elementwise op of every block, would run in fp32.
+            x = x.to(torch.get_autocast_dtype(x.device.type))
+        x = F.rms_norm(x, (x.size(-1),))
         x0 = x
         rope = self.rotary(input_ids.size(1), input_ids.device)
         encoder, decoder = ((self.encoder_indices, self.decoder_indices) if self.looping_active
@@ -222,10 +237,5 @@ class GPT(nn.Module):
             x = self.blocks[i](x, x0, rope)
         x = self.final_norm(x)
         head = self.tok_emb.weight if self.lm_head is None else self.lm_head.weight
-        logits = F.linear(x, head.to(x.dtype)).float()
+        logits = F.linear(x, head.to(x.dtype))
         return self.logit_softcap * torch.tanh(logits / self.logit_softcap)
-
-    def forward(self, input_ids: torch.Tensor, target_ids: torch.Tensor) -> torch.Tensor:
-        """Mean cross-entropy (nats) of predicting target_ids (B, T)."""
-        logits = self.forward_logits(input_ids)
-        return F.cross_entropy(logits.reshape(-1, logits.size(-1)), target_ids.reshape(-1))
