@@ -1,0 +1,139 @@
+"""Legality analysis of a submission's code: parse every shipped script once, interpret it
+statically from the entry point, and judge what it does to validation data (the #1017
+conditions, the README's data rules). Checks in audits/checks/legality.py read the verdicts.
+
+    analyse(sub) -> Result      cached per set of sources: every rule's check shares one run
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from audits.findings import Severity
+from audits.legality import judge, program
+from audits.legality.interp import Analysis
+from audits.legality.judge import Verdict
+from audits.legality.parse import ParsedScript, parse
+from audits.legality.values import VAL, Event
+
+ENTRY = "train_gpt.py"
+
+
+@dataclasses.dataclass
+class Result:
+    scripts: dict[str, ParsedScript]
+    verdicts: list[Verdict]
+    unparsed: list[str]  # shipped scripts libcst could not parse (the syntax checks report them)
+    entry: tuple[str, ...]
+
+    def of(self, rule: str) -> list[Verdict]:
+        return [v for v in self.verdicts if v.rule == rule]
+
+
+def analyse(sub) -> Result:
+    sources = tuple(sorted((rel, script.source) for rel, script in sub.scripts.items()
+                           if script.source is not None))
+    return analyse_sources(sources)
+
+
+@functools.lru_cache(maxsize=4)
+def analyse_sources(sources: tuple[tuple[str, str], ...]) -> Result:
+    parsed, unparsed = {}, []
+    for rel, source in sources:
+        script = parse(rel, source)
+        if script is None:
+            unparsed.append(rel)
+        else:
+            parsed[rel] = script
+    entry = _entries(parsed)
+    prog = program.build(parsed, entry)
+    analysis = Analysis(prog)
+    run = _imported(prog, entry)
+    for rel in sorted(parsed, key=lambda r: (r in entry, r)):  # imported scripts first
+        analysis.summary(prog.roots[rel])
+    reached = _reachable(prog, analysis, [prog.roots[rel] for rel in run])
+    verdicts: list[Verdict] = []
+    for fn in [*prog.roots.values(), *prog.all_functions]:
+        events = analysis.summary(fn).events
+        if fn.key in reached:
+            verdicts += judge.verdicts(events, reachable=True)
+        elif fn.node is None:
+            verdicts += judge.verdicts(events, reachable=False)
+        else:
+            events = [_as_if_validation(e) for e in events]
+            verdicts += judge.verdicts(events, reachable=False, hypothetical=True)
+    return Result(parsed, _dedupe(verdicts), unparsed, entry)
+
+
+def _entries(parsed: dict[str, ParsedScript]) -> tuple[str, ...]:
+    """The script the run starts from: train_gpt.py, else every top-level script."""
+    if ENTRY in parsed:
+        return (ENTRY,)
+    return tuple(rel for rel in parsed if "/" not in rel)
+
+
+def _imported(prog: program.Program, entry: tuple[str, ...]) -> set[str]:
+    """Entry scripts and the sibling scripts they import, transitively."""
+    run, todo = set(entry), list(entry)
+    while todo:
+        rel = todo.pop()
+        for name in prog.aliases[rel]:
+            other = prog.sibling(rel, name) or _module_script(prog, prog.aliases[rel][name])
+            if other is not None and other not in run:
+                run.add(other)
+                todo.append(other)
+    return run
+
+
+def _module_script(prog: program.Program, dotted: str) -> str | None:
+    rel = dotted.replace(".", "/") + ".py"
+    return rel if rel in prog.scripts else None
+
+
+def _reachable(prog: program.Program, analysis: Analysis, roots) -> set[str]:
+    """Functions the run reaches: called or passed as values, and every method of a class it
+    instantiates (torch calls forward, hooks, __call__ for it)."""
+    reached, todo = set(), list(roots)
+    while todo:
+        fn = todo.pop()
+        if fn.key in reached:
+            continue
+        reached.add(fn.key)
+        summary = analysis.summary(fn)
+        todo += [prog.by_key[key] for key in summary.reaches if key in prog.by_key]
+        for cls in summary.classes:
+            info = prog.classes.get(cls)
+            if info is not None:
+                todo += info.methods.values()
+    return reached
+
+
+def _as_if_validation(event: Event) -> Event:
+    """An event of unreachable code with its parameters read as validation data."""
+    def swap(taint):
+        return frozenset(VAL if label[0] == "param" else label for label in taint)
+    return dataclasses.replace(event, taint=swap(event.taint), state=swap(event.state))
+
+
+def _dedupe(verdicts: list[Verdict]) -> list[Verdict]:
+    """One verdict per rule and place, the most severe; no 'legal' note where the same rule FAILs
+    at the same place."""
+    best: dict[tuple, Verdict] = {}
+    for v in verdicts:
+        note = v.severity == Severity.INFO  # a legal note stands beside a warning at one place
+        other = id(v.other.inner) if v.other and not note else None
+        key = (v.rule, id(v.site.inner), other, note)
+        if key not in best or v.severity > best[key].severity:
+            best[key] = v
+    worst_at = {}
+    for v in best.values():
+        worst_at[_line(v)] = max(worst_at.get(_line(v), Severity.INFO), v.severity)
+    return [v for v in best.values()
+            if not (v.severity == Severity.INFO and worst_at[_line(v)] == Severity.FAIL)]
+
+
+def _line(v: Verdict) -> tuple:
+    script = v.site.inner_fn.script
+    at = script.position(v.site.top, v.site.inner)
+    return (v.rule, script.rel, at.start.line if at else id(v.site.inner))

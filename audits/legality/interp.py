@@ -1,0 +1,839 @@
+"""The abstract interpreter: walks one function's statements in order and computes, for every
+value, where its data comes from (a taint), and records the events the rules judge.
+
+Flow-sensitive within a function (a name holds what was last assigned to it; branches join;
+loop bodies are walked twice so values carried around the loop are seen), summary-based across
+functions (a callee is walked once with its parameters as symbols; each call replays its summary
+with the arguments substituted). Nothing is ever executed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import libcst as cst
+
+from audits.legality import apis, imports, order, shapes
+from audits.legality.program import ClassInfo, Function, Program, compound_blocks
+from audits.legality.values import (
+    EMPTY, GEN, GRAD, HASH, HOOK, INDICATOR, LOSSFN, MASK, MODEL, OPTIM, PROB, STAT, TARGET, TRAIN,
+    VAL, Event, Site, Taint, data_roots, has_data, kinds, loss_data, objref, substitute,
+)
+
+# Data files are named by split: fineweb_val_000000.bin, fineweb_train_*.bin, val.bin, ...
+_PATHLIKE = re.compile(r"[/*\\]|\.(bin|npy|npz|pt|jsonl|json|txt|arrow|parquet)\b|fineweb")
+_VAL_WORD = re.compile(r"(?<![a-z])val(id|idation)?(?![a-z])", re.I)
+_TRAIN_WORD = re.compile(r"(?<![a-z])train(ing)?(?![a-z])", re.I)
+_SPLIT_NAMES = {"val": VAL, "valid": VAL, "validation": VAL}
+_BITS = {0.6931471805599453, 1.4426950408889634}
+# What an attribute keeps wherever it is read: where data came from and what objects it holds.
+_FIELD_KINDS = {"val", "train", "gen", "filled", "state", "optim", "obj", "objref", "lossfn", "fn"}
+
+
+def string_taint(text: str) -> Taint:
+    """Validation or training data, as far as a literal path or split name says."""
+    if text.lower() in _SPLIT_NAMES:
+        return frozenset({_SPLIT_NAMES[text.lower()]})
+    if not _PATHLIKE.search(text) or text.endswith(".py"):
+        return EMPTY
+    out = set()
+    if _VAL_WORD.search(text):
+        out.add(VAL)
+    if _TRAIN_WORD.search(text):
+        out.add(TRAIN)
+    return frozenset(out)
+
+
+@dataclasses.dataclass
+class Summary:
+    """What calling a function does, in terms of its parameters."""
+
+    returns: Taint = EMPTY
+    mutates: dict[int, Taint] = dataclasses.field(default_factory=dict)
+    grad: Taint = EMPTY  # losses backpropagated and not yet consumed by an optimizer step
+    clears_grad: bool = False  # it zeroes gradients (so the caller's pending ones are gone)
+    events: list[Event] = dataclasses.field(default_factory=list)
+    # what running it reaches: functions called or passed as values, classes instantiated
+    reaches: set[str] = dataclasses.field(default_factory=set)
+    classes: set[str] = dataclasses.field(default_factory=set)
+
+
+class Analysis:
+    """Summaries of every function, computed on demand (callee before caller), and the attribute
+    table: what was stored under each attribute name anywhere (only concrete data, not symbols)."""
+
+    def __init__(self, program: Program):
+        self.program = program
+        self.summaries: dict[str, Summary] = {}
+        self.in_progress: set[str] = set()
+        self.fields: dict[str, Taint] = {}
+        self.module_env: dict[str, dict] = {}  # per script: its module-level names, as walked
+
+    def summary(self, fn: Function) -> Summary:
+        if fn.key in self.summaries:
+            return self.summaries[fn.key]
+        if fn.key in self.in_progress:
+            return Summary()  # recursion: the partial view is empty
+        self.in_progress.add(fn.key)
+        walk = FunctionWalk(self, fn)
+        walk.run()
+        self.in_progress.discard(fn.key)
+        self.summaries[fn.key] = walk.summary
+        return walk.summary
+
+    def store_field(self, name: str, taint: Taint) -> None:
+        """Only what does not depend on the caller: a parameter symbol means nothing elsewhere."""
+        concrete = frozenset(label for label in taint if label[0] in _FIELD_KINDS
+                             and not (label[0] == "objref" and label[1][0] == "param"))
+        if concrete:
+            self.fields[name] = self.fields.get(name, EMPTY) | concrete
+
+
+class FunctionWalk:
+    def __init__(self, analysis: Analysis, fn: Function):
+        self.a = analysis
+        self.p = analysis.program
+        self.fn = fn
+        self.script = fn.script
+        self.rel = fn.script.rel
+        self.summary = Summary()
+        self.target_nodes: set[int] = set()  # subscripts found to hold the tokens being scored
+        self.target_names: set[str] = set()
+        self._reset()
+
+    def _reset(self) -> None:
+        self.env: dict[str, Taint] = {}
+        self.grad: Taint = EMPTY
+        self.cleared_grad = False
+        self.path: tuple = ()
+        self.loops: tuple = ()
+        self.while_loops: tuple = ()
+        self.loop_entry: list[set[str]] = []
+        self.no_grad = self.fn.no_grad
+        self.hooks = False
+        self.recording = True
+        self.events: list[Event] = []
+        self.returns: Taint = EMPTY
+        self.mutates: dict[int, Taint] = {}
+        self.shapes_seen: list[tuple] = []  # (subscript node, base text, shape, taint)
+        self.discovered: set[str] = set()  # names passed as the target of a loss or gather
+        self.log_names: set[str] = set()  # names holding a normalizer (log Z), for tilts
+        self.saw_norm = False  # the current statement divides by, or takes the log of, a normalizer
+        self.tilts: list[cst.CSTNode] = []  # where, in the current statement, a tilt meets a probability
+        self.saw_piece = False  # a tokenizer piece method was called (inside the current loop)
+        self.storing = False
+        self.codes: dict[int, str] = {}
+
+    # --- driving -------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Walk the body; walk it once more when it turned out to score targets that were used
+        before the line that revealed them (a cross_entropy call, a gather, a shifted slice)."""
+        for _ in range(2):
+            self._reset()
+            if self.fn.node is None:
+                self.a.module_env[self.rel] = self.env
+            for i, name in enumerate(self.fn.params):
+                label = frozenset({("param", i)})
+                self.env[name] = label | (frozenset({TARGET}) if name in self.target_names else EMPTY)
+            self.block(self.fn.body, 0)
+            nodes = self._targets_from_shapes()
+            if nodes <= self.target_nodes and self.discovered <= self.target_names:
+                break
+            self.target_nodes |= nodes
+            self.target_names |= self.discovered
+        self.summary.returns = self.returns
+        self.summary.mutates = self.mutates
+        self.summary.grad = self.grad
+        self.summary.clears_grad = self.cleared_grad
+        self.summary.events = order.judge(self.fn, self.events)
+
+    def _targets_from_shapes(self) -> set[int]:
+        """Subscripts that select the position after others of the same tokens: the targets."""
+        found = set()
+        by_base: dict[str, list] = {}
+        for node, base, shape, taint in self.shapes_seen:
+            if has_data(taint) and MODEL not in taint:
+                by_base.setdefault(base, []).append((node, shape))
+        for items in by_base.values():
+            for node, shape in items:
+                if any(shapes.one_later(shape, other) for _, other in items):
+                    found.add(id(node))
+        return found
+
+    def code(self, node: cst.CSTNode) -> str:
+        key = id(node)
+        if key not in self.codes:
+            self.codes[key] = self.script.module.code_for_node(node).strip()
+        return self.codes[key]
+
+    def site(self, node: cst.CSTNode) -> Site:
+        return Site(self.fn, node, self.path, self.loops)
+
+    def emit(self, event: Event) -> None:
+        if self.recording:
+            self.events.append(event)
+
+    # --- statements ----------------------------------------------------------------------------
+
+    def block(self, stmts, part: int) -> None:
+        base = self.path
+        for i, stmt in enumerate(stmts):
+            self.path = base + ((part, i),)
+            self.statement(stmt)
+        self.path = base
+
+    def statement(self, stmt: cst.CSTNode) -> None:
+        if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            for small in stmt.body:
+                self.small(small)
+        elif isinstance(stmt, cst.If):
+            self.if_stmt(stmt)
+        elif isinstance(stmt, (cst.For, cst.While)):
+            self.loop(stmt)
+        elif isinstance(stmt, cst.With):
+            self.with_stmt(stmt)
+        elif isinstance(stmt, (cst.Try, cst.TryStar)):
+            for part, block in enumerate(compound_blocks(stmt)):
+                self.block(block, part)
+        elif isinstance(stmt, cst.FunctionDef):
+            nested = self.fn.nested.get(stmt.name.value)
+            if nested is not None:
+                self.env[stmt.name.value] = frozenset({("fn", nested.key)})
+        elif isinstance(stmt, cst.ClassDef):
+            if self.fn.node is None:
+                self.class_body(stmt)
+        elif isinstance(stmt, cst.Match):
+            self.value(stmt.subject)
+            before = dict(self.env)
+            joined = dict(before)
+            for k, case in enumerate(stmt.cases):
+                self.env = dict(before)
+                self.block(compound_blocks(stmt)[k], -(k + 1))
+                joined = _join(joined, self.env)
+            self.env = joined
+
+    def class_body(self, node: cst.ClassDef) -> None:
+        """Class-level assignments are attributes (`val_files = os.path.join(...)`)."""
+        saved = self.env
+        self.env = dict(saved)
+        body = node.body.body if isinstance(node.body, cst.IndentedBlock) else [node.body]
+        for stmt in body:
+            if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+                for small in stmt.body:
+                    if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None:
+                        taint = self.value(small.value)
+                        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) \
+                            else [small.target]
+                        for target in targets:
+                            if isinstance(target, cst.Name):
+                                self.env[target.value] = taint
+                                self.a.store_field(target.value, taint)
+        self.env = saved
+
+    def small(self, node: cst.CSTNode) -> None:
+        self.saw_norm = False
+        self.tilts = []
+        if isinstance(node, cst.Expr):
+            self.value(node.value)
+        elif isinstance(node, cst.Assign):
+            taint = self.value(node.value)
+            self.tilt(node.value, taint)
+            for target in node.targets:
+                self.accumulation(target.target, node.value, taint, node)
+                self.bind(target.target, taint, node.value)
+                if self.saw_norm and isinstance(target.target, cst.Name):
+                    self.log_names.add(target.target.value)
+        elif isinstance(node, cst.AnnAssign):
+            if node.value is not None:
+                taint = self.value(node.value)
+                self.bind(node.target, taint, node.value)
+        elif isinstance(node, cst.AugAssign):
+            self.aug_assign(node)
+        elif isinstance(node, cst.Return):
+            if node.value is not None:
+                taint = self.value(node.value)
+                self.tilt(node.value, taint)
+                self.returns |= taint
+        elif isinstance(node, (cst.Raise, cst.Assert)):
+            pass
+        elif isinstance(node, cst.Del):
+            for name in _names(node.target):
+                self.env.pop(name, None)
+
+    def normalizer(self, taint: Taint) -> None:
+        """A log or a divisor that does not involve the scored token: a candidate log Z."""
+        if INDICATOR not in taint and TARGET not in taint:
+            self.saw_norm = True
+
+    def tilt(self, value_node, taint: Taint) -> None:
+        """Where a tilt indicator (target == hint) first met a probability or log-probability in
+        this statement: renormalized if the statement also divides by, or takes the log of, a
+        value that does not involve the target, or reads one computed before (log Z)."""
+        if not self.tilts:
+            return
+        names = {n.value for n in _name_nodes(value_node)}
+        normalized = self.saw_norm or bool(names & self.log_names)
+        for node in self.tilts:
+            self.emit(Event("tilt", self.site(node), taint,
+                            flags=frozenset({"normalized"} if normalized else set())))
+
+    def if_stmt(self, node: cst.If) -> None:
+        self.value(node.test)
+        if _is_false(node.test):
+            if isinstance(node.orelse, cst.Else):
+                self.block(compound_blocks(node)[1], -2)
+            elif isinstance(node.orelse, cst.If):
+                self.block([node.orelse], -2)
+            return
+        before = dict(self.env)
+        blocks = compound_blocks(node)
+        self.block(blocks[0], -1)
+        after_body = self.env
+        self.env = dict(before)
+        if len(blocks) > 1:
+            self.block(blocks[1], -2)
+        self.env = _join(after_body, self.env)
+
+    def with_stmt(self, node: cst.With) -> None:
+        saved = self.no_grad
+        for item in node.items:
+            expr = item.item
+            head = expr.func if isinstance(expr, cst.Call) else expr
+            qualified = self.p.qualified(self.rel, head)
+            if qualified in apis.NO_GRAD:
+                self.no_grad = True
+            elif qualified in apis.ENABLE_GRAD:
+                self.no_grad = False
+            taint = self.value(expr)
+            if item.asname is not None:
+                self.bind(item.asname.name, taint, expr)
+        self.block(compound_blocks(node)[0], 0)
+        self.no_grad = saved
+
+    def loop(self, node: cst.For | cst.While) -> None:
+        lid = self.path
+        is_for = isinstance(node, cst.For)
+        header = self.value(node.iter) if is_for else self.value(node.test)
+        entry = dict(self.env)
+        label = ("iter", lid)
+        self.loops += (lid,)
+        if not is_for:
+            self.while_loops += (lid,)
+        self.loop_entry.append(set(entry))
+        body = compound_blocks(node)[0]
+        passes = 2 if self.recording else 1
+        recording = self.recording
+        saw_piece, self.saw_piece = self.saw_piece, False
+        for n in range(passes):
+            self.recording = recording and n == passes - 1
+            if is_for:
+                self.bind(node.target, header | {label} | _iterated(header), node.iter)
+            self.block(body, 0)
+            self.env = _join(entry, _back_edge(self.env, entry, lid))
+        self.recording = recording
+        if is_for and self.saw_piece:  # tokenizer pieces were read in the body: a byte table?
+            table = shapes.piece_table_loop(node)
+            if table is not None:
+                self.emit(Event("pieces", self.site(node), flags=frozenset(k for k, v in table.items() if v)))
+        self.saw_piece = saw_piece or self.saw_piece
+        self.loop_entry.pop()
+        self.loops = self.loops[:-1]
+        if not is_for:
+            self.while_loops = self.while_loops[:-1]
+        if node.orelse is not None:
+            self.block(compound_blocks(node)[1], 1)
+
+    # --- binding and accumulating ---------------------------------------------------------------
+
+    def bind(self, target: cst.BaseExpression, taint: Taint, value: cst.BaseExpression | None) -> None:
+        if isinstance(target, cst.Name):
+            name = target.value
+            if name in self.target_names:
+                taint = taint | {TARGET}
+            if self.while_loops:
+                taint = taint | {("iter", lid) for lid in self.while_loops}
+            self.env[name] = taint
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self.bind(element.value, taint, None)
+        elif isinstance(target, cst.StarredElement):
+            self.bind(target.value, taint, None)
+        elif isinstance(target, cst.Attribute):
+            if target.attr.value == "grad":
+                self.grad = EMPTY  # `p.grad = None`: gradients cleared by hand
+                self.cleared_grad = True
+                return
+            self.a.store_field(target.attr.value, taint)
+            self.mutate(target.value, taint)
+        elif isinstance(target, cst.Subscript):
+            index = EMPTY
+            for element in target.slice:
+                if isinstance(element.slice, cst.Index):
+                    index |= self.value(element.slice.value)
+            span = _span(target, self.code)
+            if span is not None:
+                index |= {span}
+            self.mutate(target.value, taint | index, written=target)
+
+    def mutate(self, obj: cst.BaseExpression, taint: Taint, written: cst.CSTNode | None = None) -> None:
+        """`obj` now also holds `taint` (an append, `t[i] = v`, `self.x = v`, an in-place add)."""
+        root = _root_name(obj)
+        if root is None:
+            return
+        if written is not None and has_data(taint) and self._outer(root):
+            taint = taint | {("filled", self.site(written))}
+        self.env[root] = self.env.get(root, EMPTY) | taint
+        if root in self.fn.params:
+            i = self.fn.params.index(root)
+            self.mutates[i] = self.mutates.get(i, EMPTY) | taint
+
+    def _outer(self, name: str) -> bool:
+        """Is `name` a running total here: a parameter, or bound before the innermost loop?"""
+        if name in self.fn.params:
+            return True
+        if self.loop_entry:
+            return name in self.loop_entry[-1]
+        return self.fn.node is None
+
+    def accumulation(self, target: cst.BaseExpression, value_node, value: Taint, node) -> None:
+        """`total = total + nll` or `scores[i] = nll`: a score when a loss on data is kept in a
+        running total."""
+        root = _root_name(target)
+        if root is None:
+            return
+        if isinstance(target, cst.Name):
+            if root not in {n.value for n in _name_nodes(value_node)}:
+                return
+        self.score(root, value, node)
+
+    def score(self, root: str, value: Taint, node: cst.CSTNode) -> None:
+        """A value on data kept in a running total (or in a parameter the caller passed): a score
+        when the value is a loss or model output, which may only be known at the call site."""
+        if self.fn.is_module_method:
+            return  # a model's own bookkeeping (skip connections, auxiliary losses)
+        if not has_data(value) or not self._outer(root):
+            return
+        flags = frozenset({"no_grad"}) if self.no_grad else frozenset()
+        self.emit(Event("score", self.site(node), value, flags=flags))
+
+    def aug_assign(self, node: cst.AugAssign) -> None:
+        value = self.value(node.value)
+        target = node.target
+        op = node.operator
+        if isinstance(op, (cst.BitXorAssign, cst.BitAndAssign, cst.ModuloAssign,
+                           cst.LeftShiftAssign, cst.RightShiftAssign)):
+            value |= {HASH}
+        if isinstance(node.value, cst.BinaryOperation) and isinstance(node.value.operator, cst.MatrixMultiply):
+            if has_data(value):
+                self.emit(Event("calib", self.site(node), data_roots(value) | _gen(value)))
+        self.storing = True  # reading the target of `t[k] += v` is part of the write, not a lookup
+        current = self.value(target)
+        self.storing = False
+        if any(label[0] == "state" for label in current) and GRAD in value:
+            changed = frozenset(label for label in current if label[0] in ("state", "objref", "param"))
+            self.emit(Event("update", self.site(node), loss_data(value | self.grad), changed | {OPTIM}))
+        root = _root_name(target)
+        if root is not None and GRAD not in value:
+            self.score(root, value, node)
+        if isinstance(target, cst.Name):
+            self.bind(target, current | value, None)
+        elif isinstance(target, cst.Subscript):
+            self.mutate(target.value, value, written=target)
+        elif isinstance(target, cst.Attribute):
+            self.a.store_field(target.attr.value, value)
+            self.mutate(target.value, value)
+
+    # --- expressions ---------------------------------------------------------------------------
+
+    def value(self, node: cst.BaseExpression) -> Taint:
+        method = _DISPATCH.get(type(node))
+        if method is None:
+            return EMPTY
+        return method(self, node)
+
+    def v_name(self, node: cst.Name) -> Taint:
+        name = node.value
+        if name in self.env:
+            return self.env[name]
+        found = self.p.lookup(self.fn, name)
+        if isinstance(found, Function):
+            self.summary.reaches.add(found.key)
+            return frozenset({("fn", found.key)})
+        if isinstance(found, ClassInfo):
+            return frozenset({("cls", f"{found.script.rel}:{found.name}")})
+        module_env = self.a.module_env.get(self.rel)
+        if module_env is not None and module_env is not self.env:
+            return module_env.get(name, EMPTY)
+        return EMPTY
+
+    def v_attribute(self, node: cst.Attribute) -> Taint:
+        attr = node.attr.value
+        if attr in apis.SIZE_ATTRS:
+            self.value(node.value)
+            return EMPTY
+        if attr == "grad":
+            return self.value(node.value) | self.grad | {GRAD}
+        qualified = self.p.qualified(self.rel, node)
+        if qualified is not None:
+            return EMPTY
+        base = self.value(node.value)
+        if attr in ("data", "T", "mT", "real"):
+            return base
+        return base | self.a.fields.get(attr, EMPTY)
+
+    def v_subscript(self, node: cst.Subscript) -> Taint:
+        base = self.value(node.value)
+        index = EMPTY
+        for element in node.slice:
+            s = element.slice
+            if isinstance(s, cst.Index):
+                index |= self.value(s.value)
+            elif isinstance(s, cst.Slice):
+                for part in (s.lower, s.upper, s.step):
+                    if part is not None:
+                        index |= self.value(part)
+        taint = base | index
+        if has_data(base) and MODEL not in base:
+            spelled = imports.dotted(node.value)
+            if spelled is not None:
+                self.shapes_seen.append((node, spelled, shapes.index_shape(node, self.code), base))
+        if shapes.previous_positions(node):
+            spelled = imports.dotted(node.value)
+            if spelled is not None:
+                taint |= {("shift", spelled)}
+        if id(node) in self.target_nodes:
+            taint |= {TARGET}
+        if kinds(base, "loss") or PROB in base or MODEL in base:
+            span = _span(node, self.code)
+            if span is not None:
+                taint |= {span}
+        if HASH in index and has_data(index) and not self.storing:
+            self.emit(Event("lookup", self.site(node), index, base, flags=frozenset(
+                {"module"} if self.fn.is_module_method else set())))
+        if TARGET in index and HASH not in index \
+                and not (kinds(base, "loss") or PROB in base or MODEL in base or TARGET in base):
+            taint |= {("gate", self.site(node))}  # a table indexed by the scored token itself
+        return taint
+
+    def v_binary(self, node: cst.BinaryOperation) -> Taint:
+        left, right = self.value(node.left), self.value(node.right)
+        taint = left | right
+        op = node.operator
+        if isinstance(op, (cst.BitXor, cst.LeftShift, cst.RightShift)):
+            taint |= {HASH}
+        elif isinstance(op, cst.Multiply) and (_big_int(node.left) or _big_int(node.right)):
+            taint |= {HASH}
+        # `& mask` and `% size` keep a hash in range; alone they only wrap an index around
+        elif isinstance(op, (cst.BitAnd, cst.Modulo)) and HASH in taint:
+            taint |= {HASH}
+        elif isinstance(op, cst.MatrixMultiply):
+            taint |= {STAT}
+        elif isinstance(op, cst.Power) and kinds(right, "gate"):
+            taint |= {("bytes", label[1]) for label in kinds(right, "gate")}
+        if isinstance(op, cst.Divide):
+            self.normalizer(right)
+            if _additive_smoothing(node) and has_data(left):
+                self.emit(Event("smoothing", self.site(node), taint))
+        if isinstance(op, (cst.Multiply, cst.Add, cst.Subtract, cst.Divide)):
+            taint |= _gated(left, right)
+            if _tilts(left, right) or _tilts(right, left):
+                self.tilts.append(node)
+            if isinstance(op, cst.Divide) and kinds(left, "loss") and _is_ln2(node.right):
+                taint |= {("bits",)}
+            if isinstance(op, (cst.Divide, cst.Multiply)) and ("bits",) in left and _bytes_ratio(node.right):
+                self.emit(Event("ratio", self.site(node), left))
+        if isinstance(op, cst.Add):
+            taint = self.previous_token_mix(node, left, right, taint)
+        return taint
+
+    def previous_token_mix(self, node, left: Taint, right: Taint, taint: Taint) -> Taint:
+        """`x + g * x_prev` where x_prev holds x shifted one position (x[:, :-1]): the position
+        after a document's end reads that document's last token unless a BOS mask stops it."""
+        for shifted, other_node in ((right, node.left), (left, node.right)):
+            for label in kinds(shifted, "shift"):
+                if shapes.mentions(other_node, label[1]):
+                    masked = MASK in taint
+                    self.emit(Event("mix", self.site(node), taint, detail=label[1],
+                                    flags=frozenset({"masked"} if masked else set())))
+                    return frozenset(l for l in taint if l[0] != "shift")
+        return taint
+
+    def v_unary(self, node: cst.UnaryOperation) -> Taint:
+        return self.value(node.expression)
+
+    def v_boolean(self, node: cst.BooleanOperation) -> Taint:
+        return self.value(node.left) | self.value(node.right)
+
+    def v_comparison(self, node: cst.Comparison) -> Taint:
+        left = self.value(node.left)
+        taint = left
+        for comp in node.comparisons:
+            right = self.value(comp.comparator)
+            taint |= right
+            if isinstance(comp.operator, (cst.Equal, cst.NotEqual)):
+                taint |= {MASK}
+                if _is_target_vs_hint(left, right) or _is_target_vs_hint(right, left):
+                    taint |= {INDICATOR}
+                elif TARGET in left or TARGET in right:
+                    taint |= {("gate", self.site(node))}
+            elif TARGET in left or TARGET in right:
+                taint |= {("gate", self.site(node))}
+            if len({label[1] for label in kinds(left | right, "loss")}) >= 2:
+                taint |= {("select", self.site(node))}
+        return taint
+
+    def v_ifexp(self, node: cst.IfExp) -> Taint:
+        test = self.value(node.test)
+        taint = self.value(node.body) | self.value(node.orelse)
+        return taint | _condition(test, taint)
+
+    def v_collection(self, node) -> Taint:
+        taint = EMPTY
+        for element in node.elements:
+            taint |= self.value(element.value)
+        return taint
+
+    def v_dict(self, node: cst.Dict) -> Taint:
+        taint = EMPTY
+        for element in node.elements:
+            if isinstance(element, cst.DictElement):
+                taint |= self.value(element.key) | self.value(element.value)
+            else:
+                taint |= self.value(element.value)
+        return taint
+
+    def v_comprehension(self, node) -> Taint:
+        saved = dict(self.env)
+        taint = EMPTY
+        comp = node.for_in
+        while comp is not None:
+            source = self.value(comp.iter)
+            self.bind(comp.target, source | _iterated(source), comp.iter)
+            for cond in comp.ifs:
+                self.value(cond.test)
+            comp = comp.inner_for_in
+        if isinstance(node, cst.DictComp):
+            taint |= self.value(node.key) | self.value(node.value)
+        else:
+            taint |= self.value(node.elt)
+        self.env = saved
+        return taint
+
+    def v_string(self, node) -> Taint:
+        if isinstance(node, cst.SimpleString):
+            value = node.evaluated_value
+            return string_taint(value) if isinstance(value, str) else EMPTY
+        if isinstance(node, cst.ConcatenatedString):
+            return self.value(node.left) | self.value(node.right)
+        text, taint = "", EMPTY
+        for part in node.parts:
+            if isinstance(part, cst.FormattedStringText):
+                text += part.value
+            else:
+                taint |= self.value(part.expression)
+                text += "*"
+        return taint | string_taint(text)
+
+    def v_passthrough(self, node) -> Taint:
+        return self.value(node.value) if getattr(node, "value", None) is not None else EMPTY
+
+    def v_yield(self, node: cst.Yield) -> Taint:
+        if isinstance(node.value, cst.BaseExpression):
+            self.returns |= self.value(node.value)
+        return EMPTY
+
+    def v_named(self, node: cst.NamedExpr) -> Taint:
+        taint = self.value(node.value)
+        self.bind(node.target, taint, node.value)
+        return taint
+
+    def v_lambda(self, node: cst.Lambda) -> Taint:
+        return EMPTY
+
+    # --- calls -----------------------------------------------------------------------------------
+
+    def v_call(self, node: cst.Call) -> Taint:
+        from audits.legality import calls
+        return calls.call(self, node)
+
+
+def _join(a: dict, b: dict) -> dict:
+    out = dict(a)
+    for name, taint in b.items():
+        current = out.get(name)
+        if current is None:
+            out[name] = taint
+        elif current is not taint and not taint <= current:
+            out[name] = current | taint
+    return out
+
+
+def _back_edge(env: dict, entry: dict, lid) -> dict:
+    """Values carried into the next iteration: a counter advanced in the loop differs per
+    iteration; data kept from this iteration is the previous iteration's data there, and the
+    tokens it scored are context, no longer the tokens being scored."""
+    out = {}
+    for name, taint in env.items():
+        if entry.get(name) == taint:
+            out[name] = taint
+        elif has_data(taint) and MODEL not in taint:
+            out[name] = (taint - {("iter", lid), TARGET}) | {("prev", lid)}
+        else:
+            out[name] = (taint - {TARGET}) | {("iter", lid)}
+    return out
+
+
+def _names(node) -> list[str]:
+    if isinstance(node, cst.Name):
+        return [node.value]
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return [n for e in node.elements for n in _names(e.value)]
+    return []
+
+
+def _name_nodes(node):
+    """Names read in an expression, through operators, calls, attributes, subscripts and
+    literals of containers (enough to see `total = total + x` or which names a formula uses)."""
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, cst.Name):
+            yield cur
+        elif isinstance(cur, cst.BinaryOperation):
+            stack += [cur.left, cur.right]
+        elif isinstance(cur, cst.UnaryOperation):
+            stack.append(cur.expression)
+        elif isinstance(cur, cst.Call):
+            stack += [cur.func] + [a.value for a in cur.args]
+        elif isinstance(cur, (cst.Attribute, cst.Subscript)):
+            stack.append(cur.value)
+        elif isinstance(cur, (cst.List, cst.Tuple)):
+            stack += [e.value for e in cur.elements]
+
+
+def _root_name(node) -> str | None:
+    while isinstance(node, (cst.Attribute, cst.Subscript)):
+        node = node.value
+    return node.value if isinstance(node, cst.Name) else None
+
+
+def _is_false(test) -> bool:
+    return (isinstance(test, cst.Name) and test.value == "False") or (
+        isinstance(test, cst.Integer) and test.value == "0")
+
+
+def _big_int(node) -> bool:
+    return isinstance(node, cst.Integer) and int(node.value, 0) >= 1000
+
+
+def _span(node: cst.Subscript, code) -> tuple | None:
+    """("span", lower, upper) for the positions a slice keeps (`nll[:, s:wlen]` -> s, wlen)."""
+    for element in node.slice:
+        s = element.slice
+        if isinstance(s, cst.Slice) and (s.lower is not None or s.upper is not None):
+            return ("span", code(s.lower) if s.lower is not None else "",
+                    code(s.upper) if s.upper is not None else "END")
+    return None
+
+
+def _tilts(indicator: Taint, other: Taint) -> bool:
+    """An indicator of `target == hint` applied, for the first time, to a probability or log-prob."""
+    def scored(t):
+        return bool(kinds(t, "loss")) or PROB in t
+    return INDICATOR in indicator and not scored(indicator) and scored(other)
+
+
+def _iterated(source: Taint) -> Taint:
+    """Iterating over what a table holds for the scored token (its bytes, say) gives those parts."""
+    return frozenset(("bytes", label[1]) for label in kinds(source, "gate"))
+
+
+def _is_target_vs_hint(target: Taint, hint: Taint) -> bool:
+    """`target == hint`: the realized token compared with a token predicted from context."""
+    return TARGET in target and TARGET not in hint and has_data(hint)
+
+
+def _gated(left: Taint, right: Taint) -> Taint:
+    """A coefficient read from the realized token, applied to a probability or a tilt indicator."""
+    out = set()
+    for gate_side, other in ((left, right), (right, left)):
+        if kinds(gate_side, "gate") and (PROB in other or INDICATOR in other):
+            out |= {("gated", label[1]) for label in kinds(gate_side, "gate")}
+    return frozenset(out)
+
+
+def _condition(test: Taint, values: Taint) -> Taint:
+    """A choice between values made by a condition (`a if c else b`, torch.where)."""
+    out = set()
+    if kinds(test, "gate") and (PROB in values or INDICATOR in values or not kinds(values, "loss")):
+        out |= {label for label in test if label[0] == "gate"}
+    if len({label[1] for label in kinds(test, "loss")}) >= 2:
+        out |= {label for label in test if label[0] == "select"}
+    return frozenset(out)
+
+
+def _additive_smoothing(node: cst.BinaryOperation) -> bool:
+    """`(count + k) / (total + k2)` with k2 < 2k: the same constant on both sides, where the
+    total needs k times the vocabulary size to keep the distribution summing to 1."""
+    def added(expr):
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add) \
+                and isinstance(expr.right, (cst.Integer, cst.Float)):
+            return float(expr.right.value)
+        return None
+    num, den = added(node.left), added(node.right)
+    return num is not None and den is not None and num > 0 and den < 2 * num
+
+
+def _is_ln2(node) -> bool:
+    if isinstance(node, cst.Float):
+        return any(abs(float(node.value) - b) < 1e-3 for b in _BITS)
+    if isinstance(node, cst.Call) and isinstance(node.func, (cst.Attribute, cst.Name)):
+        name = node.func.attr.value if isinstance(node.func, cst.Attribute) else node.func.value
+        return name == "log" and len(node.args) == 1 and isinstance(node.args[0].value, (cst.Integer, cst.Float)) \
+            and float(node.args[0].value.value) == 2.0
+    return False
+
+
+def _bytes_ratio(node) -> bool:
+    """A literal that can only be an assumed bytes-per-token ratio (or its inverse)."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+        node = node.right if isinstance(node.left, (cst.Integer, cst.Float)) else node
+    if not isinstance(node, cst.Float):
+        return False
+    value = float(node.value)
+    return 1.5 <= value <= 8.0 or 0.125 <= value <= 0.67
+
+
+def _gen(taint: Taint) -> Taint:
+    return frozenset({GEN}) if GEN in taint else EMPTY
+
+
+_DISPATCH = {
+    cst.Name: FunctionWalk.v_name,
+    cst.Attribute: FunctionWalk.v_attribute,
+    cst.Subscript: FunctionWalk.v_subscript,
+    cst.BinaryOperation: FunctionWalk.v_binary,
+    cst.UnaryOperation: FunctionWalk.v_unary,
+    cst.BooleanOperation: FunctionWalk.v_boolean,
+    cst.Comparison: FunctionWalk.v_comparison,
+    cst.IfExp: FunctionWalk.v_ifexp,
+    cst.Tuple: FunctionWalk.v_collection,
+    cst.List: FunctionWalk.v_collection,
+    cst.Set: FunctionWalk.v_collection,
+    cst.Dict: FunctionWalk.v_dict,
+    cst.ListComp: FunctionWalk.v_comprehension,
+    cst.SetComp: FunctionWalk.v_comprehension,
+    cst.GeneratorExp: FunctionWalk.v_comprehension,
+    cst.DictComp: FunctionWalk.v_comprehension,
+    cst.SimpleString: FunctionWalk.v_string,
+    cst.ConcatenatedString: FunctionWalk.v_string,
+    cst.FormattedString: FunctionWalk.v_string,
+    cst.Await: FunctionWalk.v_passthrough,
+    cst.Yield: FunctionWalk.v_yield,
+    cst.StarredElement: FunctionWalk.v_passthrough,
+    cst.NamedExpr: FunctionWalk.v_named,
+    cst.Lambda: FunctionWalk.v_lambda,
+    cst.Call: FunctionWalk.v_call,
+}
