@@ -117,23 +117,23 @@ def _as_if_validation(event: Event) -> Event:
 
 
 def _dedupe(verdicts: list[Verdict]) -> list[Verdict]:
-    """One verdict per rule and place, the most severe; no 'legal' note where the same rule FAILs
-    at the same place."""
+    """One verdict per rule and line (and line of the second operation), the most severe; no
+    'legal' note on a line where the same rule FAILs."""
     best: dict[tuple, Verdict] = {}
     for v in verdicts:
         note = v.severity == Severity.INFO  # a legal note stands beside a warning at one place
-        other = id(v.other.inner) if v.other and not note else None
-        key = (v.rule, id(v.site.inner), other, note)
+        key = (_line(v.site), None if note or v.other is None else _line(v.other), v.rule, note)
         if key not in best or v.severity > best[key].severity:
             best[key] = v
-    worst_at = {}
+    worst_at: dict[tuple, Severity] = {}
     for v in best.values():
-        worst_at[_line(v)] = max(worst_at.get(_line(v), Severity.INFO), v.severity)
+        place = (v.rule, _line(v.site))
+        worst_at[place] = max(worst_at.get(place, Severity.INFO), v.severity)
     return [v for v in best.values()
-            if not (v.severity == Severity.INFO and worst_at[_line(v)] == Severity.FAIL)]
+            if not (v.severity == Severity.INFO and worst_at[(v.rule, _line(v.site))] == Severity.FAIL)]
 
 
-def _line(v: Verdict) -> tuple:
-    script = v.site.inner_fn.script
-    at = script.position(v.site.top, v.site.inner)
-    return (v.rule, script.rel, at.start.line if at else id(v.site.inner))
+def _line(site) -> tuple:
+    script = site.inner_fn.script
+    at = script.position(site.top, site.inner)
+    return (script.rel, at.start.line if at else id(site.inner))

@@ -235,11 +235,13 @@ def method_call(w, node: cst.Call, func: cst.Attribute, args: list[Arg]) -> Tain
     if name in apis.REDUCE_METHODS:
         return receiver | union | {STAT}
     if name in apis.MUTATORS:
-        if kinds(receiver, "state") and GRAD in union:
-            w.emit(Event("update", site, loss_data(union | w.grad), _state(receiver) | {OPTIM}))
         root = _root(receiver_node)
-        if root is not None and name in ("append", "extend", "add_", "copy_", "index_add_",
-                                         "scatter_add_", "index_copy_"):
+        if GRAD in union:  # `p.add_(p.grad, alpha=-lr)`
+            if kinds(receiver, "state"):
+                w.emit(Event("update", site, loss_data(union | w.grad), _state(receiver) | {OPTIM}))
+            union = union - {GRAD}
+        elif root is not None and name in ("append", "extend", "add_", "copy_", "index_add_",
+                                           "scatter_add_", "index_copy_"):
             w.score(root, union, node)
         written = receiver_node if name not in ("append", "extend", "update") else None
         w.mutate(receiver_node, union, written=written)

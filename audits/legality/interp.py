@@ -116,7 +116,7 @@ class FunctionWalk:
         self.events: list[Event] = []
         self.returns: Taint = EMPTY
         self.mutates: dict[int, Taint] = {}
-        self.shapes_seen: list[tuple] = []  # (subscript node, base text, shape, taint)
+        self.shapes_seen: list[tuple] = []  # assigned slices of data: (node, base, shape, taint)
         self.discovered: set[str] = set()  # names passed as the target of a loss or gather
         self.log_names: set[str] = set()  # names holding a normalizer (log Z), for tilts
         self.saw_norm = False  # the current statement divides by, or takes the log of, a normalizer
@@ -240,6 +240,7 @@ class FunctionWalk:
         elif isinstance(node, cst.Assign):
             taint = self.value(node.value)
             self.tilt(node.value, taint)
+            self.note_slice(node.value)
             for target in node.targets:
                 self.accumulation(target.target, node.value, taint, node)
                 self.bind(target.target, taint, node.value)
@@ -261,6 +262,17 @@ class FunctionWalk:
         elif isinstance(node, cst.Del):
             for name in _names(node.target):
                 self.env.pop(name, None)
+
+    def note_slice(self, value: cst.BaseExpression) -> None:
+        """`y = chunk[1:]`, `tok = int(ids[p])`: a named slice of data, kept to find which of the
+        slices of one tensor is the later one (the targets; see run)."""
+        sub = shapes.unwrap(value)
+        if not isinstance(sub, cst.Subscript):
+            return
+        spelled = imports.dotted(sub.value)
+        base = self.value(sub.value) if spelled is not None else EMPTY
+        if spelled is not None and has_data(base) and MODEL not in base:
+            self.shapes_seen.append((sub, spelled, shapes.index_shape(sub, self.code), base))
 
     def normalizer(self, taint: Taint) -> None:
         """A log or a divisor that does not involve the scored token: a candidate log Z."""
@@ -382,7 +394,7 @@ class FunctionWalk:
         root = _root_name(obj)
         if root is None:
             return
-        if written is not None and has_data(taint) and self._outer(root):
+        if written is not None and has_data(taint):
             taint = taint | {("filled", self.site(written))}
         self.env[root] = self.env.get(root, EMPTY) | taint
         if root in self.fn.params:
@@ -431,12 +443,15 @@ class FunctionWalk:
         self.storing = True  # reading the target of `t[k] += v` is part of the write, not a lookup
         current = self.value(target)
         self.storing = False
-        if any(label[0] == "state" for label in current) and GRAD in value:
-            changed = frozenset(label for label in current if label[0] in ("state", "objref", "param"))
-            self.emit(Event("update", self.site(node), loss_data(value | self.grad), changed | {OPTIM}))
-        root = _root_name(target)
-        if root is not None and GRAD not in value:
-            self.score(root, value, node)
+        if GRAD in value:
+            if any(label[0] == "state" for label in current):  # `p -= lr * p.grad`
+                changed = frozenset(label for label in current if label[0] in ("state", "objref", "param"))
+                self.emit(Event("update", self.site(node), loss_data(value | self.grad), changed | {OPTIM}))
+            value = value - {GRAD}  # the parameter moved; it does not hold a gradient
+        else:
+            root = _root_name(target)
+            if root is not None:
+                self.score(root, value, node)
         if isinstance(target, cst.Name):
             self.bind(target, current | value, None)
         elif isinstance(target, cst.Subscript):
@@ -495,10 +510,6 @@ class FunctionWalk:
                     if part is not None:
                         index |= self.value(part)
         taint = base | index
-        if has_data(base) and MODEL not in base:
-            spelled = imports.dotted(node.value)
-            if spelled is not None:
-                self.shapes_seen.append((node, spelled, shapes.index_shape(node, self.code), base))
         if shapes.previous_positions(node):
             spelled = imports.dotted(node.value)
             if spelled is not None:

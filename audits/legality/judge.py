@@ -165,6 +165,9 @@ def _update(e: Event) -> list[Verdict]:
     if not _val(e.taint):
         return []
     if "resolved" in e.flags:
+        if _tensor_only(e.state):
+            return [Verdict("ETLB", INFO, "the bias updated at {at} is fitted only on tokens scored "
+                            "before, at {other}", "", e.site, e.other)]
         return [Verdict("TTT_SCORE_AFTER_ADAPT", INFO, "legal score-first adaptation at {at}: "
                         "the tokens it trains on were scored before, at {other}", "", e.site, e.other)]
     if "judged" in e.flags:
@@ -175,6 +178,12 @@ def _update(e: Event) -> list[Verdict]:
         message = "the update at {at} trains on validation tokens that were never scored first"
     return [Verdict("VAL_DATA_IN_TRAINING", FAIL, message, "Train only on fineweb_train_* shards; "
                     "validation tokens may be trained on only after they are scored.", e.site)]
+
+
+def _tensor_only(state: Taint) -> bool:
+    """The update changes tensors made for it (a bias), not model or adapter parameters."""
+    made = [label[2] for label in state if label[0] == "state"]
+    return bool(made) and all(kind == "tensor" for kind in made)
 
 
 def _score(e: Event) -> list[Verdict]:

@@ -127,15 +127,16 @@ def _prebuilt(fn, events: list[Event], scores: list[Event]) -> list[Event]:
     pass scored too, the tokens are scored twice (C4)."""
     verdicts = []
     for lookup in (e for e in events if e.kind == "lookup"):
-        for label in kinds(lookup.state, "filled"):
-            fill = label[1]
-            if fill.fn is not fn or relation(fill, lookup.site) != "before" \
-                    or common_loops(fill, lookup.site):
-                continue
-            scored_there = bool(fill.loops) and any(fill.loops[-1] in s.site.loops for s in scores)
-            rule = "TWO_PASS_RESCORE" if scored_there else "VAL_DATA_IN_TRAINING"
-            verdicts.append(Event("judgment", fill, lookup.taint, lookup.taint, detail=rule,
-                                  other=lookup.site, flags=frozenset({"prebuilt"})))
+        fills = [label[1] for label in kinds(lookup.state, "filled")
+                 if label[1].fn is fn and relation(label[1], lookup.site) == "before"
+                 and not common_loops(label[1], lookup.site)]
+        if not fills:
+            continue
+        fill = min(fills, key=lambda site: site.path)  # one finding per read: the first fill
+        scored_there = bool(fill.loops) and any(fill.loops[-1] in s.site.loops for s in scores)
+        rule = "TWO_PASS_RESCORE" if scored_there else "VAL_DATA_IN_TRAINING"
+        verdicts.append(Event("judgment", fill, lookup.taint, lookup.taint, detail=rule,
+                              other=lookup.site, flags=frozenset({"prebuilt"})))
     return verdicts
 
 
@@ -161,7 +162,10 @@ def _pair(update: Event, score: Event, backpropagated: set, events: list[Event])
     if order in ("same", "exclusive"):
         return None, False
     loops = common_loops(score.site, update.site)
-    fresh = not any(label[1] in backpropagated for label in kinds(score.taint, "loss"))
+    # a fresh evaluation: the score holds a loss no backward pass ran through (a training loss
+    # kept for logging is not a score of the tokens)
+    origins = [label[1] for label in kinds(score.taint, "loss")]
+    fresh = not origins or any(origin not in backpropagated for origin in origins)
     if order == "after" and loops and previous_only(update.taint, loops[-1]):
         return None, True  # trains on the previous iteration's tokens, scored back then
     if order == "before":

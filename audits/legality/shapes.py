@@ -14,7 +14,22 @@ from audits.legality import apis, imports
 # Tensor methods that change dtype, device or layout but not which tokens a value holds.
 _CARRIERS = {"to", "long", "int", "float", "double", "cuda", "cpu", "numpy", "contiguous",
              "clone", "detach", "view", "reshape", "flatten", "squeeze", "unsqueeze", "astype",
-             "type", "copy", "ravel"}
+             "type", "copy", "ravel", "tolist"}
+
+
+_CONVERSIONS = {"int", "float", "tuple", "list", "torch.from_numpy", "torch.tensor", "torch.as_tensor",
+                "np.asarray", "np.array", "numpy.asarray", "numpy.array"}
+
+
+def unwrap(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """The value under conversions: `torch.from_numpy(ids[p:q]).long()` -> `ids[p:q]`."""
+    while True:
+        stripped = strip_carriers(expr)
+        if (isinstance(stripped, cst.Call) and len(stripped.args) == 1
+                and imports.dotted(stripped.func) in _CONVERSIONS):
+            expr = stripped.args[0].value
+            continue
+        return stripped
 
 
 def strip_carriers(expr: cst.BaseExpression) -> cst.BaseExpression:
