@@ -238,12 +238,21 @@ class FunctionWalk:
         if isinstance(node, cst.Expr):
             self.value(node.value)
         elif isinstance(node, cst.Assign):
-            taint = self.value(node.value)
+            parts = _unpacked(node)
+            if parts is not None:  # `x, y = t[:-1], t[1:]`: each name gets its own value
+                taints = [self.value(v) for v in parts]
+                taint = frozenset().union(*taints)
+            else:
+                taint = self.value(node.value)
             self.tilt(node.value, taint)
             self.note_slice(node.value)
             for target in node.targets:
                 self.accumulation(target.target, node.value, taint, node)
-                self.bind(target.target, taint, node.value)
+                if parts is not None:
+                    for element, part, part_taint in zip(target.target.elements, parts, taints):
+                        self.bind(element.value, part_taint, part)
+                else:
+                    self.bind(target.target, taint, node.value)
                 if self.saw_norm and isinstance(target.target, cst.Name):
                     self.log_names.add(target.target.value)
         elif isinstance(node, cst.AnnAssign):
@@ -266,6 +275,10 @@ class FunctionWalk:
     def note_slice(self, value: cst.BaseExpression) -> None:
         """`y = chunk[1:]`, `tok = int(ids[p])`: a named slice of data, kept to find which of the
         slices of one tensor is the later one (the targets; see run)."""
+        if isinstance(value, cst.Tuple):  # `x, y = t[:-1], t[1:]`
+            for element in value.elements:
+                self.note_slice(element.value)
+            return
         sub = shapes.unwrap(value)
         if not isinstance(sub, cst.Subscript):
             return
@@ -341,7 +354,7 @@ class FunctionWalk:
         for n in range(passes):
             self.recording = recording and n == passes - 1
             if is_for:
-                self.bind(node.target, header | {label} | _iterated(header), node.iter)
+                self.bind(node.target, _as_bytes(header) | {label}, node.iter)
             self.block(body, 0)
             self.env = _join(entry, _back_edge(self.env, entry, lid))
         self.recording = recording
@@ -501,14 +514,18 @@ class FunctionWalk:
     def v_subscript(self, node: cst.Subscript) -> Taint:
         base = self.value(node.value)
         index = EMPTY
+        by_target = True  # every index element is the scored token (`t[y]`, not `t[prev, y]`)
         for element in node.slice:
             s = element.slice
+            part_taint = EMPTY
             if isinstance(s, cst.Index):
-                index |= self.value(s.value)
+                part_taint = self.value(s.value)
             elif isinstance(s, cst.Slice):
                 for part in (s.lower, s.upper, s.step):
                     if part is not None:
-                        index |= self.value(part)
+                        part_taint |= self.value(part)
+            index |= part_taint
+            by_target = by_target and TARGET in part_taint
         taint = base | index
         if shapes.previous_positions(node):
             spelled = imports.dotted(node.value)
@@ -523,9 +540,9 @@ class FunctionWalk:
         if HASH in index and has_data(index) and not self.storing:
             self.emit(Event("lookup", self.site(node), index, base, flags=frozenset(
                 {"module"} if self.fn.is_module_method else set())))
-        if TARGET in index and HASH not in index \
+        if by_target and HASH not in index \
                 and not (kinds(base, "loss") or PROB in base or MODEL in base or TARGET in base):
-            taint |= {("gate", self.site(node))}  # a table indexed by the scored token itself
+            taint |= {("gate", self.site(node), "lookup")}  # a table indexed by the scored token
         return taint
 
     def v_binary(self, node: cst.BinaryOperation) -> Taint:
@@ -541,8 +558,8 @@ class FunctionWalk:
             taint |= {HASH}
         elif isinstance(op, cst.MatrixMultiply):
             taint |= {STAT}
-        elif isinstance(op, cst.Power) and kinds(right, "gate"):
-            taint |= {("bytes", label[1]) for label in kinds(right, "gate")}
+        elif isinstance(op, cst.Power) and kinds(right, "gate"):  # p ** (1 / n_bytes[target])
+            taint = _as_bytes(taint)
         if isinstance(op, cst.Divide):
             self.normalizer(right)
             if _additive_smoothing(node) and has_data(left):
@@ -588,9 +605,9 @@ class FunctionWalk:
                 if _is_target_vs_hint(left, right) or _is_target_vs_hint(right, left):
                     taint |= {INDICATOR}
                 elif TARGET in left or TARGET in right:
-                    taint |= {("gate", self.site(node))}
+                    taint |= {("gate", self.site(node), "compare")}
             elif TARGET in left or TARGET in right:
-                taint |= {("gate", self.site(node))}
+                taint |= {("gate", self.site(node), "compare")}
             if len({label[1] for label in kinds(left | right, "loss")}) >= 2:
                 taint |= {("select", self.site(node))}
         return taint
@@ -621,7 +638,7 @@ class FunctionWalk:
         comp = node.for_in
         while comp is not None:
             source = self.value(comp.iter)
-            self.bind(comp.target, source | _iterated(source), comp.iter)
+            self.bind(comp.target, _as_bytes(source), comp.iter)
             for cond in comp.ifs:
                 self.value(cond.test)
             comp = comp.inner_for_in
@@ -696,6 +713,19 @@ def _back_edge(env: dict, entry: dict, lid) -> dict:
     return out
 
 
+def _unpacked(node: cst.Assign):
+    """The values of `a, b = x, y` (every target a tuple of the same length), else None."""
+    value = node.value
+    if not isinstance(value, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in value.elements):
+        return None
+    for target in node.targets:
+        t = target.target
+        if not isinstance(t, (cst.Tuple, cst.List)) or len(t.elements) != len(value.elements) \
+                or any(isinstance(e, cst.StarredElement) for e in t.elements):
+            return None
+    return [e.value for e in value.elements]
+
+
 def _names(node) -> list[str]:
     if isinstance(node, cst.Name):
         return [node.value]
@@ -756,9 +786,9 @@ def _tilts(indicator: Taint, other: Taint) -> bool:
     return INDICATOR in indicator and not scored(indicator) and scored(other)
 
 
-def _iterated(source: Taint) -> Taint:
-    """Iterating over what a table holds for the scored token (its bytes, say) gives those parts."""
-    return frozenset(("bytes", label[1]) for label in kinds(source, "gate"))
+def _as_bytes(taint: Taint) -> Taint:
+    """What a table holds for the scored token, taken as that token's bytes."""
+    return frozenset(("bytes", label[1]) if label[0] == "gate" else label for label in taint)
 
 
 def _is_target_vs_hint(target: Taint, hint: Taint) -> bool:
@@ -767,8 +797,11 @@ def _is_target_vs_hint(target: Taint, hint: Taint) -> bool:
 
 
 def _gated(left: Taint, right: Taint) -> Taint:
-    """A coefficient read from the realized token, applied to a probability or a tilt indicator."""
+    """A coefficient read from the realized token, applied to a probability or a tilt indicator.
+    (Values built from the scored token's bytes are the byte-mixture rule's finding instead.)"""
     out = set()
+    if kinds(left, "bytes") or kinds(right, "bytes"):
+        return frozenset()
     for gate_side, other in ((left, right), (right, left)):
         if kinds(gate_side, "gate") and (PROB in other or INDICATOR in other):
             out |= {("gated", label[1]) for label in kinds(gate_side, "gate")}

@@ -187,13 +187,19 @@ def _tensor_only(state: Taint) -> bool:
 
 
 def _score(e: Event) -> list[Verdict]:
+    """What reached a score of validation tokens: a gate read from the scored token (a table
+    lookup always counts; a comparison only where it weighted a probability, since a padding mask
+    on the NLL is a comparison too), its bytes, a pick between losses, training data."""
     out = []
-    for label in kinds(e.taint, "gated"):
+    byte_mixture = kinds(e.taint, "bytes")
+    gates = {label[1] for label in kinds(e.taint, "gated")}
+    gates |= {label[1] for label in kinds(e.taint, "gate") if label[2] == "lookup"}
+    for site in sorted(gates, key=lambda s: s.path) if not byte_mixture else ():
         out.append(Verdict("REALIZED_TOKEN_GATE", FAIL, "the weight at {at} is read from the token "
                            "being scored and changes that token's probability (scored at {other})",
                            "Compute gates and mixture weights from the context only (tokens "
-                           "before the one scored).", label[1], e.site))
-    for label in kinds(e.taint, "bytes"):
+                           "before the one scored).", site, e.site))
+    for label in byte_mixture:
         out.append(Verdict("BYTE_MIXTURE_NOT_NORMALIZED", FAIL, "probabilities of the scored "
                            "token's own bytes ({at}) are mixed into its score at {other}; the "
                            "result is not a distribution over the token vocabulary",

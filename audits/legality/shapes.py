@@ -42,8 +42,7 @@ def strip_carriers(expr: cst.BaseExpression) -> cst.BaseExpression:
 
 def _bound(expr: cst.BaseExpression | None, code, end: bool) -> tuple[str, int]:
     """A slice bound as (symbolic part, integer offset): `i+1` -> ("i", 1); None -> ("", 0) or
-    ("END", 0); `-1` as an upper bound -> ("END", -1). Only names are spelled out; any other
-    expression is identified by the node, so it matches nothing but itself."""
+    ("END", 0); `-1` as an upper bound -> ("END", -1)."""
     if expr is None:
         return ("END" if end else "", 0)
     if isinstance(expr, cst.Integer):
@@ -55,12 +54,8 @@ def _bound(expr: cst.BaseExpression | None, code, end: bool) -> tuple[str, int]:
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.right, cst.Integer):
         sign = {cst.Add: 1, cst.Subtract: -1}.get(type(expr.operator))
         if sign is not None:
-            return (_spelled(expr.left), sign * int(expr.right.value, 0))
-    return (_spelled(expr), 0)
-
-
-def _spelled(expr: cst.BaseExpression) -> str:
-    return imports.dotted(expr) or f"<{id(expr)}>"
+            return (imports.dotted(expr.left) or code(expr.left), sign * int(expr.right.value, 0))
+    return (imports.dotted(expr) or code(expr), 0)
 
 
 def index_shape(sub: cst.Subscript, code) -> list[tuple]:

@@ -13,7 +13,9 @@ Labels are tuples whose first item is the kind:
   ("obj", site, cls) ("objref", label)   an object made at site / the object a model call ran on
   ("optim",) ("grad",) ("lossfn",) ("hook",) ("fn", key)
   ("hash",) ("mask",) ("indicator",) ("stat",)
-  ("gate", site) ("bytes", site) ("gated", site) ("select", site) ("filled", site)
+  ("gate", site, how)            read from the scored token: a "lookup" (table[target]) or a
+                                 "compare" (target < k)
+  ("bytes", site) ("gated", site) ("select", site) ("filled", site)
 """
 
 from __future__ import annotations
