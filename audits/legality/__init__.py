@@ -117,8 +117,9 @@ def _as_if_validation(event: Event) -> Event:
 
 
 def _dedupe(verdicts: list[Verdict]) -> list[Verdict]:
-    """One verdict per rule and line (and line of the second operation), the most severe; no
-    'legal' note on a line where the same rule FAILs."""
+    """One verdict per rule and line (and line of the second operation), the most severe. Where a
+    rule FAILs at a line, nothing milder of that rule is kept there; a warning keeps its legal
+    note (score-first, but multi-epoch: both are worth reading)."""
     best: dict[tuple, Verdict] = {}
     for v in verdicts:
         note = v.severity == Severity.INFO  # a legal note stands beside a warning at one place
@@ -130,7 +131,7 @@ def _dedupe(verdicts: list[Verdict]) -> list[Verdict]:
         place = (v.rule, _line(v.site))
         worst_at[place] = max(worst_at.get(place, Severity.INFO), v.severity)
     return [v for v in best.values()
-            if not (v.severity == Severity.INFO and worst_at[(v.rule, _line(v.site))] == Severity.FAIL)]
+            if v.severity == Severity.FAIL or worst_at[(v.rule, _line(v.site))] < Severity.FAIL]
 
 
 def _line(site) -> tuple:

@@ -72,9 +72,9 @@ def _event(e: Event, resolved: set[int]) -> list[Verdict]:
                         f"{{at}} ({e.detail})", "The artifact may hold only the model and code: "
                         "remove the validation data from what is saved.", e.site)]
     if kind == "net":
-        return [Verdict("NETWORK_AT_EVAL", WARN, f"network call {e.detail} at {{at}} is reachable "
-                        "from the entry point", "Remove it, or make sure it never runs in the "
-                        "evaluation run: the artifact must be self-contained.", e.site)]
+        return [Verdict("NETWORK_AT_EVAL", WARN, f"network call {e.detail} at {{at}}, before any "
+                        "score is taken", "Remove it, or make sure it never runs in the evaluation "
+                        "run: the artifact must be self-contained.", e.site)]
     if kind == "mix":
         return _mix(e)
     if kind == "ratio" and _val(e.taint):

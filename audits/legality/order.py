@@ -170,9 +170,13 @@ def _pair(update: Event, score: Event, backpropagated: set, events: list[Event])
         return None, True  # trains on the previous iteration's tokens, scored back then
     if order == "before":
         again = [loop for loop in loops if not (varies(score.taint, loop) and varies(update.taint, loop))]
-        if not again or not fresh:
-            return None, True
-        return _verdict(update, score, loops, "again", events), True
+        if again and fresh:
+            return _verdict(update, score, loops, "again", events), True
+        extra = data_roots(update.taint) - data_roots(score.taint)
+        if loops and extra:  # the adaptation also reads data the scores do not: training data?
+            return Event("judgment", update.site, extra, score.taint, detail=TRAIN_AT_EVAL,
+                         other=score.site), True
+        return None, True
     if not fresh:
         return None, False
     return _verdict(update, score, loops, "first", events), False
