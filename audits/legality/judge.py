@@ -155,9 +155,9 @@ def _judgment(e: Event, resolved: set[int]) -> list[Verdict]:
                         "statistics of later ones", "Fill the table while scoring, with each token "
                         "added only after it is scored.", e.site, e.other)]
     if rule == "NETWORK_AT_EVAL":
-        return [Verdict(rule, FAIL, "a network call at {at} runs after scoring has started "
-                        "(score at {other})", "Evaluation must use only the artifact: remove the "
-                        "download or call.", e.site, e.other)]
+        return [Verdict(rule, FAIL, "a network call at {at} runs while validation tokens are being "
+                        "scored (a score at {other})", "Evaluation must use only the artifact: remove "
+                        "the download or call.", e.site, e.other)]
     return []
 
 
