@@ -33,16 +33,35 @@ def score(model, ids):
 
 
 class Model:
+    # a comment in the class body
 
     def forward(self, x):
         return x[:, 1:] + x[:, :-1]
+
+    @staticmethod
+    def helper(y):
+        def inner(z):
+            return z * 2
+        return inner(y)
 '''
 
 
 def test_positions_match_libcst_on_the_whole_module():
+    """Line numbers recorded in one codegen pass (with PositionProvider as the fallback for nodes
+    without a syntactic position) are exactly PositionProvider's, for every node but blank
+    lines (which belong to no statement)."""
     parsed = parse("train_gpt.py", SAMPLE)
     full = MetadataWrapper(parsed.module, unsafe_skip_copy=True).resolve(PositionProvider)
+    checked = 0
+    for top, stmt in enumerate(parsed.module.body):
+        for node in _nodes(stmt):
+            if node in full and not isinstance(node, (cst.EmptyLine, cst.Newline, cst.TrailingWhitespace)):
+                assert parsed.position(top, node) == full[node], type(node).__name__
+                checked += 1
+    assert checked > 100
 
+
+def _nodes(root):
     class Every(cst.CSTVisitor):
         def __init__(self):
             self.nodes = []
@@ -51,12 +70,9 @@ def test_positions_match_libcst_on_the_whole_module():
             self.nodes.append(node)
             return True
 
-    for top, stmt in enumerate(parsed.module.body):
-        every = Every()
-        stmt.visit(every)
-        for node in every.nodes:
-            if node in full:
-                assert parsed.position(top, node) == full[node], type(node).__name__
+    every = Every()
+    root.visit(every)
+    return every.nodes
 
 
 def test_excerpt_dedents_and_cuts():

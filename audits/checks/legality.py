@@ -38,21 +38,20 @@ def _order(verdict):
 
 def _finding(sub, result, v):
     script = v.site.inner_fn.script
-    at = script.position(v.site.top, v.site.inner)
+    at = v.site.position()
     line = at.start.line if at else None
     other_line = None
     evidence = [_excerpt(script, at)] if at else []
     if v.other is not None:
         other_script = v.other.inner_fn.script
-        other_at = other_script.position(v.other.top, v.other.inner)
+        other_at = v.other.position()
         if other_at is not None:
             other_line = other_at.start.line
             where = "" if other_script is script else f"{other_script.rel}:"
             evidence.append(_excerpt(other_script, other_at, where))
-    if v.site.chain:
-        call_at = v.site.fn.script.position(v.site.call_top(), v.site.chain[0])
-        if call_at is not None and call_at.start.line != line:
-            evidence.append(f"(reached through the call at line {call_at.start.line})")
+    call_at = v.site.call_position()
+    if call_at is not None and call_at.start.line != line:
+        evidence.append(f"(reached through the call at line {call_at.start.line})")
     message = v.message.format(at=f"line {line}", other=f"line {other_line}")
     rule = catalogue.get(v.rule)
     source = rule.primary_source + (f"; contested, see {v.link}" if v.link else "")

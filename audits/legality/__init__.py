@@ -119,22 +119,25 @@ def _as_if_validation(event: Event) -> Event:
 def _dedupe(verdicts: list[Verdict]) -> list[Verdict]:
     """One verdict per rule and line (and line of the second operation), the most severe. Where a
     rule FAILs at a line, nothing milder of that rule is kept there; a warning keeps its legal
-    note (score-first, but multi-epoch: both are worth reading)."""
+    note (score-first, but multi-epoch: both are worth reading). A place is a statement, so
+    that no line numbers are needed here (they cost a position pass)."""
+    verdicts = _best(verdicts, lambda v: (v.site.statement, v.other.statement if v.other else None))
+    worst_at: dict[tuple, Severity] = {}
+    for v in verdicts:
+        place = (v.rule, v.site.statement)
+        worst_at[place] = max(worst_at.get(place, Severity.INFO), v.severity)
+    return [v for v in verdicts
+            if v.severity == Severity.FAIL or worst_at[(v.rule, v.site.statement)] < Severity.FAIL]
+
+
+def _best(verdicts: list[Verdict], place) -> list[Verdict]:
+    """The most severe verdict per rule and place; a legal note (INFO) is kept apart, per place
+    of its own operation only."""
     best: dict[tuple, Verdict] = {}
     for v in verdicts:
-        note = v.severity == Severity.INFO  # a legal note stands beside a warning at one place
-        key = (_line(v.site), None if note or v.other is None else _line(v.other), v.rule, note)
+        note = v.severity == Severity.INFO
+        where = place(v)
+        key = (v.rule, note, where[0] if note else where)
         if key not in best or v.severity > best[key].severity:
             best[key] = v
-    worst_at: dict[tuple, Severity] = {}
-    for v in best.values():
-        place = (v.rule, _line(v.site))
-        worst_at[place] = max(worst_at.get(place, Severity.INFO), v.severity)
-    return [v for v in best.values()
-            if v.severity == Severity.FAIL or worst_at[(v.rule, _line(v.site))] < Severity.FAIL]
-
-
-def _line(site) -> tuple:
-    script = site.inner_fn.script
-    at = script.position(site.top, site.inner)
-    return (script.rel, at.start.line if at else id(site.inner))
+    return list(best.values())

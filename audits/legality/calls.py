@@ -149,6 +149,8 @@ def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
     if name in apis.MUTATE_CALLS and args:
         w.mutate(args[0].node, _union(args[1:]), written=args[0].node)
         return EMPTY
+    if name.startswith("torch.nn.") and name.rsplit(".", 1)[-1][:1].isupper():
+        return frozenset({("obj", site, name)})  # a layer or module: its own identity, no data
     return union
 
 

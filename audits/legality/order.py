@@ -59,6 +59,28 @@ def previous_only(taint: Taint, loop) -> bool:
     return ("prev", loop) in taint and ("iter", loop) not in taint
 
 
+def _identities(taint: Taint) -> set:
+    """What identifies a model: a class defined in the script (its weights may reach a fresh
+    instance through a file: save, quantize, load), or the very object of a library class."""
+    out = set()
+    for label in taint:
+        if label[0] == "objref" and label[1][0] == "obj":
+            site, cls = label[1][1], label[1][2]
+            out.add(cls if ":" in cls else (cls, site))
+    return out
+
+
+def _same_model(update: Event, score: Event) -> bool:
+    """Could the score use what the update changed? A tensor made for the update (a bias, a
+    delta) must appear in the score; a model must be the same one (see _identities). Unknown
+    counts as the same."""
+    tensors = {label for label in update.state if label[0] == "state" and label[2] == "tensor"}
+    if tensors and not tensors & score.taint:
+        return False
+    updated, scored = _identities(update.state), _identities(score.taint)
+    return not updated or not scored or bool(updated & scored)
+
+
 def _made_inside(state: Taint, loop) -> tuple[bool, bool]:
     """(made inside `loop`, is a plain tensor) for the state an update changed."""
     inside = tensor = False
@@ -162,6 +184,8 @@ def _pair(update: Event, score: Event, backpropagated: set, events: list[Event])
     if order in ("same", "exclusive"):
         return None, False
     loops = common_loops(score.site, update.site)
+    if not loops and not _same_model(update, score):
+        return None, False
     # a fresh evaluation: the score holds a loss no backward pass ran through (a training loss
     # kept for logging is not a score of the tokens)
     origins = [label[1] for label in kinds(score.taint, "loss")]

@@ -44,10 +44,10 @@ class Site:
     at statement path `path` inside `loops`; `inner` is the operation itself (in `inner_fn`), which
     differs from `node` when the effect was replayed from a callee through the call `node`."""
 
-    __slots__ = ("fn", "node", "path", "loops", "inner", "inner_fn", "chain", "top")
+    __slots__ = ("fn", "node", "path", "loops", "inner", "inner_fn", "chain", "top", "statement")
 
     def __init__(self, fn, node: cst.CSTNode, path: tuple, loops: tuple, inner=None, inner_fn=None,
-                 chain: tuple = (), top: int | None = None):
+                 chain: tuple = (), top: int | None = None, statement: tuple | None = None):
         self.fn = fn
         self.node = node
         self.path = path
@@ -57,10 +57,19 @@ class Site:
         self.chain = chain  # the call nodes from `fn` down to `inner`, outermost first
         # the top-level statement holding `inner`, for its line number
         self.top = top if top is not None else (fn.top if fn.top >= 0 else path[0][1])
+        # the statement holding `inner` in `inner_fn` (two findings there are one place)
+        self.statement = (self.inner_fn.key, path) if statement is None else statement
 
-    def call_top(self) -> int:
-        """The top-level statement holding `node` (the call, when `inner` was reached through one)."""
-        return self.fn.top if self.fn.top >= 0 else self.path[0][1]
+    def position(self):
+        """Where `inner` is in its script's source (a libcst CodeRange), or None."""
+        return self.inner_fn.script.position(self.top, self.inner)
+
+    def call_position(self):
+        """Where the call in `fn` that led to `inner` is, or None when `inner` is in `fn` itself."""
+        if not self.chain:
+            return None
+        top = self.fn.top if self.fn.top >= 0 else self.path[0][1]
+        return self.fn.script.position(top, self.chain[0])
 
     def _key(self):
         return (self.fn.key, id(self.node), id(self.inner))
@@ -74,7 +83,7 @@ class Site:
     def moved(self, call: Site) -> Site:
         """This site seen from the caller, through the call at `call`."""
         return Site(call.fn, call.node, call.path, call.loops, self.inner, self.inner_fn,
-                    (call.node,) + self.chain, self.top)
+                    (call.node,) + self.chain, self.top, self.statement)
 
 
 @dataclasses.dataclass(frozen=True)
