@@ -33,7 +33,8 @@ def _is_wrapper(parsed) -> bool:
 
 
 def _order(verdict):
-    return (verdict.site.inner_fn.script.rel, verdict.site.top, -int(verdict.severity))
+    at = verdict.site.position()
+    return (verdict.site.inner_fn.script.rel, at.start.line if at else 0, -int(verdict.severity))
 
 
 def _finding(sub, result, v):

@@ -54,12 +54,13 @@ def analyse_sources(sources: tuple[tuple[str, str], ...]) -> Result:
         analysis.summary(prog.roots[rel])
     reached = _reachable(prog, analysis, [prog.roots[rel] for rel in run])
     verdicts: list[Verdict] = []
+    side = _reachable(prog, analysis, [prog.roots[rel] for rel in parsed if rel not in run]) - reached
     for fn in [*prog.roots.values(), *prog.all_functions]:
         events = analysis.summary(fn).events
         if fn.key in reached:
             verdicts += judge.verdicts(events, reachable=True)
-        elif fn.node is None:
-            verdicts += judge.verdicts(events, reachable=False)
+        elif fn.key in side:
+            verdicts += judge.verdicts(events, reachable=True, side_script=True)
         else:
             events = [_as_if_validation(e) for e in events]
             verdicts += judge.verdicts(events, reachable=False, hypothetical=True)
@@ -117,27 +118,35 @@ def _as_if_validation(event: Event) -> Event:
 
 
 def _dedupe(verdicts: list[Verdict]) -> list[Verdict]:
-    """One verdict per rule and line (and line of the second operation), the most severe. Where a
-    rule FAILs at a line, nothing milder of that rule is kept there; a warning keeps its legal
-    note (score-first, but multi-epoch: both are worth reading). A place is a statement, so
-    that no line numbers are needed here (they cost a position pass)."""
-    verdicts = _best(verdicts, lambda v: (v.site.statement, v.other.statement if v.other else None))
+    """One verdict per rule and statement, the most severe. Where a rule FAILs at a statement,
+    nothing milder of that rule is kept there; a warning keeps its legal note (score-first, but
+    multi-epoch: both are worth reading). Places are statements, not lines, so that no line
+    numbers are needed here (they cost a pass over the source)."""
+    verdicts = _best(verdicts, lambda v: v.site.statement)
     worst_at: dict[tuple, Severity] = {}
     for v in verdicts:
-        place = (v.rule, v.site.statement)
+        place = (_family(v.rule), v.site.statement)
         worst_at[place] = max(worst_at.get(place, Severity.INFO), v.severity)
     return [v for v in verdicts
-            if v.severity == Severity.FAIL or worst_at[(v.rule, v.site.statement)] < Severity.FAIL]
+            if v.severity == Severity.FAIL or worst_at[(_family(v.rule), v.site.statement)] < Severity.FAIL]
+
+
+# Rules about the order of training and scoring: a legal note of one of them is void where another
+# fails (an update scored before by a diagnostic pass, but rescored after: PREQUANT_TTT_ON_VAL).
+_ORDER_RULES = {"TTT_SCORE_AFTER_ADAPT", "PREQUANT_TTT_ON_VAL", "VAL_DATA_IN_TRAINING", "SLOT", "ETLB",
+                "TRAIN_DATA_AT_EVAL"}
+
+
+def _family(rule: str) -> str:
+    return "order" if rule in _ORDER_RULES else rule
 
 
 def _best(verdicts: list[Verdict], place) -> list[Verdict]:
-    """The most severe verdict per rule and place; a legal note (INFO) is kept apart, per place
-    of its own operation only."""
+    """The most severe verdict per rule and place (one finding per update, whichever score it
+    was paired with); a legal note (INFO) is kept apart."""
     best: dict[tuple, Verdict] = {}
     for v in verdicts:
-        note = v.severity == Severity.INFO
-        where = place(v)
-        key = (v.rule, note, where[0] if note else where)
+        key = (v.rule, v.severity == Severity.INFO, place(v))
         if key not in best or v.severity > best[key].severity:
             best[key] = v
     return list(best.values())

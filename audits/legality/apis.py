@@ -90,6 +90,7 @@ PIECE_METHODS = {"id_to_piece", "IdToPiece", "decode", "decode_ids", "DecodeIds"
 BYTE_METHODS = {"encode"}
 
 HOOK_METHODS = {"register_forward_hook", "register_forward_pre_hook"}
+ENV_READS = {"os.environ.get", "os.getenv"}
 
 SERIALIZE_CALLS = {
     "torch.save", "pickle.dump", "pickle.dumps", "numpy.save", "numpy.savez",

@@ -19,7 +19,7 @@ _CONTAINERS = {"range", "enumerate", "zip", "sorted", "reversed", "list", "tuple
                "iter", "next", "map", "filter", "abs", "round", "str", "bytes", "bytearray",
                "memoryview", "getattr", "divmod", "pow", "any", "all"}
 _SILENT = {"print", "super", "setattr", "delattr", "vars", "locals", "globals", "exec", "eval",
-           "input", "format", "repr", "ord", "chr", "bool"}
+           "input", "format", "repr", "ord", "chr"}
 
 
 class Arg:
@@ -91,13 +91,15 @@ def _select(w, node, taint: Taint) -> Taint:
 def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
     union = _union(args)
     site = w.site(node)
+    if name in apis.ENV_READS:
+        return union | _env_flag(w, args)
     if name in apis.LOSS_CALLS:
         if name in apis.NORMALIZER_CALLS:
             w.normalizer(union)
         target = apis.LOSS_CALLS[name]
         if target is not None:
             _mark_target(w, _arg(args, *target))
-        return union | {("loss", site), PROB}
+        return union | {("loss", site)}
     if name in apis.GATHER_CALLS:
         _mark_target(w, _arg(args, *apis.GATHER_CALLS[name]))
         return union
@@ -116,7 +118,8 @@ def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
     if name in apis.CREATE_CALLS:
         made = union if name in apis.COPY_CALLS else EMPTY
         grad = _arg(args, 99, "requires_grad")
-        if grad is not None and isinstance(grad.node, cst.Name) and grad.node.value == "True":
+        flag = w.p.literal(w.rel, grad.node) if grad is not None else None
+        if isinstance(flag, cst.Name) and flag.value == "True":
             made |= {("state", site, "tensor")}
         return made
     if name in apis.PARAMETER_CALLS:
@@ -154,6 +157,24 @@ def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
     return union
 
 
+def _env_flag(w, args: list[Arg]) -> Taint:
+    """`os.environ.get("SLOT_ENABLED", "0")`: a setting, on or off unless the variable is set."""
+    key = w.p.literal(w.rel, args[0].node) if args else None
+    if not isinstance(key, cst.SimpleString):
+        return EMPTY
+    name = key.evaluated_value
+    default = w.p.literal(w.rel, args[1].node) if len(args) > 1 else None
+    if isinstance(default, cst.SimpleString):
+        on = str(default.evaluated_value).strip().lower() not in ("", "0", "false", "no", "off")
+    elif isinstance(default, (cst.Integer, cst.Float)):
+        on = float(default.value) != 0
+    elif isinstance(default, cst.Name) and default.value in ("True", "False", "None"):
+        on = default.value == "True"
+    else:
+        return EMPTY
+    return frozenset({("flag", name, on)})
+
+
 def _sink(w, node, api: str, taint: Taint) -> None:
     """Data written into the artifact: tokens, not scores or statistics."""
     if has_data(taint) and not (kinds(taint, "loss") or MODEL in taint or STAT in taint):
@@ -170,8 +191,11 @@ def builtin(w, node: cst.Call, name: str, args: list[Arg]) -> Taint:
         return union | {STAT}
     if name == "hash":
         return union | {HASH}
-    if name in ("float", "int"):
+    if name in ("float", "int", "bool"):
         return union
+    if name == "getattr" and len(args) >= 2 and isinstance(args[1].node, cst.SimpleString):
+        # getattr(args, "slot_enabled", False): the attribute, by its literal name
+        return args[0].taint | w.a.fields.get(args[1].node.evaluated_value, EMPTY) | _union(args[2:])
     if name in _SILENT:
         return EMPTY
     return union
@@ -205,9 +229,11 @@ def method_call(w, node: cst.Call, func: cst.Attribute, args: list[Arg]) -> Tain
     if name in ("parameters", "named_parameters"):
         return frozenset({("state", None, "module")}) | objref(receiver)
     if name == "requires_grad_":
-        if not kinds(receiver, "state"):
-            w.mutate(receiver_node, frozenset({("state", site, "tensor")}))
-        return receiver
+        if kinds(receiver, "state"):
+            return receiver
+        made = frozenset({("state", site, "tensor")})  # `b = bias.clone().requires_grad_()`
+        w.mutate(receiver_node, made)
+        return receiver | made
     if name in apis.HOOK_METHODS:
         w.hooks = True
         return frozenset({HOOK})
@@ -219,7 +245,7 @@ def method_call(w, node: cst.Call, func: cst.Attribute, args: list[Arg]) -> Tain
     if name in apis.LOSS_METHODS:
         if name in apis.NORMALIZER_METHODS:
             w.normalizer(receiver | union)
-        return receiver | union | {("loss", site), PROB}
+        return receiver | union | {("loss", site)}
     if name in apis.PROB_METHODS:
         return receiver | union | {PROB}
     if name in apis.GATHER_METHODS:
@@ -248,27 +274,32 @@ def method_call(w, node: cst.Call, func: cst.Attribute, args: list[Arg]) -> Tain
         written = receiver_node if name not in ("append", "extend", "update") else None
         w.mutate(receiver_node, union, written=written)
         return receiver | union
-    candidates = _methods(w, receiver_node, name)
+    candidates = _methods(w, receiver_node, receiver, name)
     if candidates:
         result = EMPTY
         for fn in candidates:
             result |= apply(w, node, fn, args, receiver=receiver, receiver_node=receiver_node)
         if any(fn.is_module_method for fn in candidates):
-            result |= {MODEL} | objref(receiver)
+            result |= {MODEL, ("out", site)} | objref(receiver)
             _model_called(w, node, union)
         return result
     if name.startswith("forward"):
         _model_called(w, node, union)
-        return data_roots(union) | union | {MODEL} | objref(receiver)
+        return union | {MODEL, ("out", site)} | objref(receiver)
     return receiver | union
 
 
-def _methods(w, receiver_node, name: str) -> list[Function]:
+def _methods(w, receiver_node, receiver: Taint, name: str) -> list[Function]:
+    """The methods a call `obj.name(...)` may run: the class's own when `obj` is `self` or an
+    object made from a class of the script; every method of that name when it is unknown."""
     if isinstance(receiver_node, cst.Name) and receiver_node.value in ("self", "cls") \
             and w.fn.cls is not None:
         own = _class_method(w, w.fn.cls, name)
         if own is not None:
             return [own]
+    classes = [w.p.classes[label[2]] for label in kinds(receiver, "obj") if label[2] in w.p.classes]
+    if classes:
+        return [m for m in (_class_method(w, info, name) for info in classes) if m is not None]
     return w.p.methods.get(name, [])
 
 
@@ -309,11 +340,11 @@ def value_call(w, node: cst.Call, callee: Taint, args: list[Arg]) -> Taint:
                 resolved = True
     if LOSSFN in callee:
         _mark_target(w, _arg(args, 1, "target"))
-        return union | {("loss", w.site(node)), PROB}
+        return union | {("loss", w.site(node))}
     if resolved and not any(label[0] == "obj" for label in callee):
         return result
     _model_called(w, node, union)
-    return result | union | {MODEL} | objref(callee)
+    return result | union | {MODEL, ("out", w.site(node))} | objref(callee)
 
 
 def _model_called(w, node, union: Taint) -> None:
@@ -370,7 +401,10 @@ def apply(w, node: cst.Call, fn: Function, args: list[Arg], receiver: Taint | No
             moved = dataclasses.replace(moved, taint=moved.taint | pending)
         w.emit(moved)
     exit_grad = substitute(summary.grad, actuals, site, fn)
-    w.grad = exit_grad if summary.clears_grad else w.grad | exit_grad
+    if summary.clears_grad:
+        w.grad, w.cleared_grad = exit_grad, True
+    else:
+        w.grad = w.grad | exit_grad
     if HOOK in result:
         w.hooks = True
     return result
@@ -416,5 +450,6 @@ def _root(node) -> str | None:
 
 
 def _state(taint: Taint) -> Taint:
-    """What an update changes (and, for a step, whether it was called on an optimizer)."""
-    return frozenset(label for label in taint if label[0] in ("state", "objref", "param", "optim"))
+    """What an update changes (and, for a step, whether it was called on an optimizer; "prev":
+    it was started from a value carried over from the previous iteration)."""
+    return frozenset(label for label in taint if label[0] in ("state", "objref", "param", "optim", "prev"))

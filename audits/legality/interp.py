@@ -28,7 +28,8 @@ _TRAIN_WORD = re.compile(r"(?<![a-z])train(ing)?(?![a-z])", re.I)
 _SPLIT_NAMES = {"val": VAL, "valid": VAL, "validation": VAL}
 _BITS = {0.6931471805599453, 1.4426950408889634}
 # What an attribute keeps wherever it is read: where data came from and what objects it holds.
-_FIELD_KINDS = {"val", "train", "gen", "filled", "state", "optim", "obj", "objref", "lossfn", "fn"}
+_FIELD_KINDS = {"val", "train", "gen", "filled", "state", "optim", "obj", "objref", "lossfn", "fn",
+                "flag"}
 
 
 def string_taint(text: str) -> Taint:
@@ -67,6 +68,7 @@ class Analysis:
         self.program = program
         self.summaries: dict[str, Summary] = {}
         self.in_progress: set[str] = set()
+        self.active: dict[str, FunctionWalk] = {}  # functions being walked (closures read them)
         self.fields: dict[str, Taint] = {}
         self.module_env: dict[str, dict] = {}  # per script: its module-level names, as walked
 
@@ -123,6 +125,7 @@ class FunctionWalk:
         self.tilts: list[cst.CSTNode] = []  # where, in the current statement, a tilt meets a probability
         self.saw_piece = False  # a tokenizer piece method was called (inside the current loop)
         self.storing = False
+        self.switched: frozenset = frozenset()  # the settings tests the current code runs under
         self.codes: dict[int, str] = {}
 
     # --- driving -------------------------------------------------------------------------------
@@ -132,6 +135,7 @@ class FunctionWalk:
         before the line that revealed them (a cross_entropy call, a gather, a shifted slice)."""
         for _ in range(2):
             self._reset()
+            self.a.active[self.fn.key] = self
             if self.fn.node is None:
                 self.a.module_env[self.rel] = self.env
             for i, name in enumerate(self.fn.params):
@@ -143,6 +147,7 @@ class FunctionWalk:
                 break
             self.target_nodes |= nodes
             self.target_names |= self.discovered
+        self.a.active.pop(self.fn.key, None)
         self.summary.returns = self.returns
         self.summary.mutates = self.mutates
         self.summary.grad = self.grad
@@ -172,8 +177,11 @@ class FunctionWalk:
         return Site(self.fn, node, self.path, self.loops)
 
     def emit(self, event: Event) -> None:
-        if self.recording:
-            self.events.append(event)
+        if not self.recording:
+            return
+        if self.switched:  # inside `if FLAG:` on a setting read from the environment
+            event = dataclasses.replace(event, flags=event.flags | self.switched)
+        self.events.append(event)
 
     # --- statements ----------------------------------------------------------------------------
 
@@ -305,21 +313,55 @@ class FunctionWalk:
                             flags=frozenset({"normalized"} if normalized else set())))
 
     def if_stmt(self, node: cst.If) -> None:
-        self.value(node.test)
+        test = self.value(node.test)
         if _is_false(node.test):
             if isinstance(node.orelse, cst.Else):
                 self.block(compound_blocks(node)[1], -2)
             elif isinstance(node.orelse, cst.If):
                 self.block([node.orelse], -2)
             return
+        body_needs, else_needs = self.requirements(node.test)
         before = dict(self.env)
         blocks = compound_blocks(node)
+        saved = self.switched
+        self.switched = saved | _needs(body_needs)
         self.block(blocks[0], -1)
         after_body = self.env
         self.env = dict(before)
+        self.switched = saved | _needs(else_needs)
         if len(blocks) > 1:
             self.block(blocks[1], -2)
+        self.switched = saved
         self.env = _join(after_body, self.env)
+
+    def requirements(self, test: cst.BaseExpression) -> tuple[dict, dict]:
+        """The settings (environment variables read into flags) the two branches of an `if` need:
+        ({NAME: (must be on, on by default)} for the body, the same for the else branch), as far
+        as the test reads them directly (`args.slot_enabled`, `not h.ttt_enabled`, `steps > 0`,
+        `a and b`)."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            body, orelse = self.requirements(test.expression)
+            return orelse, body
+        if isinstance(test, cst.BooleanOperation):
+            (lb, le), (rb, re_) = self.requirements(test.left), self.requirements(test.right)
+            if isinstance(test.operator, cst.And):
+                return {**lb, **rb}, {}
+            return {}, {**le, **re_}
+        if isinstance(test, cst.Comparison):
+            if len(test.comparisons) != 1:
+                return {}, {}
+            comp = test.comparisons[0]
+            if not (isinstance(comp.comparator, cst.Integer) and comp.comparator.value == "0"):
+                return {}, {}
+            body, orelse = self.requirements(test.left)
+            if isinstance(comp.operator, (cst.GreaterThan, cst.NotEqual)):
+                return body, orelse
+            if isinstance(comp.operator, (cst.Equal, cst.LessThanEqual)):
+                return orelse, body
+            return {}, {}
+        flags = kinds(self.value(test), "flag")
+        return ({label[1]: (True, label[2]) for label in flags},
+                {label[1]: (False, label[2]) for label in flags})
 
     def with_stmt(self, node: cst.With) -> None:
         saved = self.no_grad
@@ -491,6 +533,12 @@ class FunctionWalk:
             return frozenset({("fn", found.key)})
         if isinstance(found, ClassInfo):
             return frozenset({("cls", f"{found.script.rel}:{found.name}")})
+        scope = self.fn.parent
+        while scope is not None:  # a closure reads its enclosing function's names as they are now
+            outer = self.a.active.get(scope.key)
+            if outer is not None and name in outer.env:
+                return _without_loops(outer.env[name])
+            scope = scope.parent
         module_env = self.a.module_env.get(self.rel)
         if module_env is not None and module_env is not self.env:
             return module_env.get(name, EMPTY)
@@ -547,7 +595,7 @@ class FunctionWalk:
 
     def v_binary(self, node: cst.BinaryOperation) -> Taint:
         left, right = self.value(node.left), self.value(node.right)
-        taint = left | right
+        taint = _derived(left | right)
         op = node.operator
         if isinstance(op, (cst.BitXor, cst.LeftShift, cst.RightShift)):
             taint |= {HASH}
@@ -596,10 +644,10 @@ class FunctionWalk:
 
     def v_comparison(self, node: cst.Comparison) -> Taint:
         left = self.value(node.left)
-        taint = left
+        taint = _derived(left)
         for comp in node.comparisons:
             right = self.value(comp.comparator)
-            taint |= right
+            taint |= _derived(right)
             if isinstance(comp.operator, (cst.Equal, cst.NotEqual)):
                 taint |= {MASK}
                 if _is_target_vs_hint(left, right) or _is_target_vs_hint(right, left):
@@ -685,6 +733,23 @@ class FunctionWalk:
     def v_call(self, node: cst.Call) -> Taint:
         from audits.legality import calls
         return calls.call(self, node)
+
+
+def _needs(requirements: dict) -> frozenset:
+    """"if:NAME:needed:default" flags: the code runs when setting NAME is on (1) or off (0)."""
+    return frozenset(f"if:{name}:{int(need)}:{int(default)}"
+                     for name, (need, default) in requirements.items())
+
+
+def _without_loops(taint: Taint) -> Taint:
+    """Another function's per-iteration labels mean nothing here."""
+    return frozenset(label for label in taint if label[0] not in ("iter", "prev"))
+
+
+def _derived(taint: Taint) -> Taint:
+    """A value computed from settings is no longer a setting (`ci == n_chunks - 1` is not a flag
+    that is off by default because one of its inputs is)."""
+    return frozenset(label for label in taint if label[0] != "flag")
 
 
 def _join(a: dict, b: dict) -> dict:

@@ -11,7 +11,7 @@ import dataclasses
 
 from audits.findings import Severity
 from audits.legality.values import (
-    GEN, TARGET, TRAIN, VAL, Event, Site, Taint, is_score, is_update, kinds,
+    GEN, TARGET, TRAIN, VAL, Event, Site, Taint, is_score, is_update, kinds, non_default,
 )
 
 FAIL, WARN, INFO = Severity.FAIL, Severity.WARN, Severity.INFO
@@ -37,13 +37,26 @@ class Verdict:
     link: str | None = None  # for contested readings: where the question is open
 
 
-def verdicts(events: list[Event], reachable: bool, hypothetical: bool = False) -> list[Verdict]:
+def verdicts(events: list[Event], reachable: bool, hypothetical: bool = False,
+             side_script: bool = False) -> list[Verdict]:
     """Verdicts on one root's events. `hypothetical`: the root is unreachable code whose
-    parameters are read as validation data, to show what it would do if it ran."""
+    parameters are read as validation data, to show what it would do if it ran. `side_script`:
+    it runs from another script in the folder (a data or artifact builder the author ran by
+    hand): a warning at most, and downloads there are expected (INFO)."""
     resolved = {id(e.site.inner) for e in events if is_update(e) and "resolved" in e.flags}
     out: list[Verdict] = []
     for event in events:
-        out += _event(event, resolved)
+        found = _event(event, resolved)
+        settings = non_default(event)
+        if settings:  # not run with the default settings: a reviewer asks whether it was on
+            note = f" (only when {' and '.join(settings)}; not with the default settings)"
+            found = [dataclasses.replace(v, severity=min(v.severity, WARN), message=v.message + note)
+                     for v in found]
+        out += found
+    if side_script:
+        out = [dataclasses.replace(v, severity=INFO if v.rule == "NETWORK_AT_EVAL" else min(v.severity, WARN),
+                                   message=v.message + " (in a script the entry point does not run)")
+               for v in out]
     if not reachable:
         out = [dataclasses.replace(v, severity=INFO, message=v.message + (
             " (in code the entry point never reaches)"))
@@ -136,6 +149,11 @@ def _judgment(e: Event, resolved: set[int]) -> list[Verdict]:
                         "the per-window optimization: a window's score may not depend on its own "
                         "tokens.", e.site, e.other)]
     if rule == "ETLB":
+        if "context_only" in e.flags:
+            return [Verdict(rule, WARN, "a bias carried across windows is fitted at {at} on each "
+                            "window's context only, then applied to score its new tokens at {other}",
+                            "Fitting on already-scored context has no ruling yet (the question of "
+                            "issue #1336); expect review.", e.site, e.other, link=ISSUE_1336)]
         return [Verdict(rule, FAIL, "a bias kept across windows is fitted at {at} on tokens it then "
                         "helps score at {other}", "Update the bias only after a window is scored, "
                         "so it only affects later windows.", e.site, e.other)]

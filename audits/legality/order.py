@@ -19,11 +19,18 @@ from __future__ import annotations
 
 import dataclasses
 
-from audits.legality.values import Event, Site, Taint, data_roots, is_score, is_update, kinds
+from audits.legality.values import (
+    Event, Site, Taint, data_roots, exclusive, is_score, is_update, kinds, switches,
+)
 
 SLOT, ETLB, TTT, PREQUANT, TRAIN_AT_EVAL, VAL_IN_TRAINING = (
     "SLOT", "ETLB", "TTT_SCORE_AFTER_ADAPT", "PREQUANT_TTT_ON_VAL", "TRAIN_DATA_AT_EVAL",
     "VAL_DATA_IN_TRAINING")
+
+
+def _passes(taint: Taint) -> list:
+    """The forward passes and losses a value comes from."""
+    return [label for label in taint if label[0] in ("loss", "out")]
 
 
 def relation(a: Site, b: Site) -> str:
@@ -116,11 +123,11 @@ def judge(fn, events: list[Event]) -> list[Event]:
     """`events` with updates marked resolved (scored before; `other` = that score) or judged,
     plus the verdicts."""
     scores = [e for e in events if is_score(e)]
-    backpropagated = {label[1] for e in events if e.kind == "backward" for label in kinds(e.taint, "loss")}
+    backpropagated = {label[1] for e in events if e.kind == "backward" for label in _passes(e.taint)}
     out, verdicts = [], []
     for event in events:
-        if not is_update(event) or not data_roots(event.taint):
-            out.append(event)
+        if not is_update(event) or not data_roots(event.taint) or "judged" in event.flags:
+            out.append(event)  # (an update already found to break the order is not re-judged)
             continue
         flags = set(event.flags)
         first, closest = event.other, None
@@ -137,7 +144,7 @@ def judge(fn, events: list[Event]) -> list[Event]:
         repeated = _repeated_loop(event, scores)
         if repeated is not None:
             verdicts.append(Event("judgment", event.site, event.taint, event.taint,
-                                  detail="MULTI_EPOCH"))
+                                  detail="MULTI_EPOCH", flags=switches(event)))
         out.append(dataclasses.replace(event, flags=frozenset(flags), other=first))
     everything = out + verdicts + _prebuilt(fn, events, scores) + _network_after_scoring(events, scores)
     return list(dict.fromkeys(everything))  # one per distinct event (calls replay duplicates)
@@ -158,7 +165,7 @@ def _prebuilt(fn, events: list[Event], scores: list[Event]) -> list[Event]:
         scored_there = bool(fill.loops) and any(fill.loops[-1] in s.site.loops for s in scores)
         rule = "TWO_PASS_RESCORE" if scored_there else "VAL_DATA_IN_TRAINING"
         verdicts.append(Event("judgment", fill, lookup.taint, lookup.taint, detail=rule,
-                              other=lookup.site, flags=frozenset({"prebuilt"})))
+                              other=lookup.site, flags=frozenset({"prebuilt"}) | switches(lookup)))
     return verdicts
 
 
@@ -167,9 +174,12 @@ def _network_after_scoring(events: list[Event], scores: list[Event]) -> list[Eve
     verdicts = []
     for net in (e for e in events if e.kind == "net"):
         for score in scores:
+            if exclusive(score, net):
+                continue
             if relation(score.site, net.site) == "before" or common_loops(score.site, net.site):
                 verdicts.append(Event("judgment", net.site, score.taint, score.taint,
-                                      detail="NETWORK_AT_EVAL", other=score.site))
+                                      detail="NETWORK_AT_EVAL", other=score.site,
+                                      flags=switches(net, score)))
                 break
     return verdicts
 
@@ -178,7 +188,7 @@ def _pair(update: Event, score: Event, backpropagated: set, events: list[Event])
     """(verdict, whether this score comes before the update on its tokens)."""
     if score.site.node is update.site.node:
         return None, False  # both inside one call: judged in the callee
-    if not data_roots(update.taint) & data_roots(score.taint):
+    if not data_roots(update.taint) & data_roots(score.taint) or exclusive(update, score):
         return None, False
     order = relation(score.site, update.site)
     if order in ("same", "exclusive"):
@@ -188,7 +198,7 @@ def _pair(update: Event, score: Event, backpropagated: set, events: list[Event])
         return None, False
     # a fresh evaluation: the score holds a loss no backward pass ran through (a training loss
     # kept for logging is not a score of the tokens)
-    origins = [label[1] for label in kinds(score.taint, "loss")]
+    origins = [label[1] for label in _passes(score.taint)]
     fresh = not origins or any(origin not in backpropagated for origin in origins)
     if order == "after" and loops and previous_only(update.taint, loops[-1]):
         return None, True  # trains on the previous iteration's tokens, scored back then
@@ -199,7 +209,7 @@ def _pair(update: Event, score: Event, backpropagated: set, events: list[Event])
         extra = data_roots(update.taint) - data_roots(score.taint)
         if loops and extra:  # the adaptation also reads data the scores do not: training data?
             return Event("judgment", update.site, extra, score.taint, detail=TRAIN_AT_EVAL,
-                         other=score.site), True
+                         other=score.site, flags=switches(update, score)), True
         return None, True
     if not fresh:
         return None, False
@@ -211,7 +221,7 @@ def _verdict(update: Event, score: Event, loops: tuple, how: str, events: list[E
     validation data for the verdict to stand)."""
     def verdict(rule, flags):
         return Event("judgment", update.site, update.taint, score.taint, detail=rule,
-                     other=score.site, flags=frozenset(flags))
+                     other=score.site, flags=frozenset(flags) | switches(update, score))
     if not loops:  # a pass of its own over the tokens, before they are scored
         mixed = ("train",) in update.taint
         return verdict(PREQUANT if _after_training(update, events) and not mixed else VAL_IN_TRAINING,
@@ -219,9 +229,10 @@ def _verdict(update: Event, score: Event, loops: tuple, how: str, events: list[E
     if ("train",) in update.taint and ("train",) not in score.taint:
         return verdict(TRAIN_AT_EVAL, {how})
     inside, tensor = _made_inside(update.state, loops[-1])
-    rule = SLOT if inside else ETLB if tensor else TTT
+    warm = ("prev", loops[-1]) in update.state  # started from the last window's values
+    rule = SLOT if inside and not warm else ETLB if tensor else TTT
     flags = {how}
-    if rule == SLOT and _context_only(update, score):
+    if rule in (SLOT, ETLB) and _context_only(update, score):
         flags.add("context_only")
     return verdict(rule, flags)
 

@@ -27,7 +27,6 @@ class Function:
     key: str
     name: str
     script: ParsedScript
-    top: int  # index of the top-level statement that holds it (for positions)
     node: cst.FunctionDef | None  # None for a script's module body
     body: tuple[cst.CSTNode, ...]
     params: tuple[str, ...] = ()
@@ -46,7 +45,6 @@ class ClassInfo:
     name: str
     script: ParsedScript
     node: cst.ClassDef
-    top: int
     bases: tuple[str, ...]
     methods: dict[str, Function] = dataclasses.field(default_factory=dict)
     is_module: bool = False
@@ -64,6 +62,14 @@ class Program:
     methods: dict[str, list[Function]]  # every method, by name
     all_functions: list[Function]
     by_key: dict[str, Function] = dataclasses.field(default_factory=dict)
+    # per script: module-level names bound to a literal (`_B = True`, as minifiers hoist them)
+    constants: dict[str, dict[str, cst.BaseExpression]] = dataclasses.field(default_factory=dict)
+
+    def literal(self, script: str, node: cst.BaseExpression) -> cst.BaseExpression:
+        """`node`, or the literal a module-level name stands for."""
+        if isinstance(node, cst.Name) and node.value not in ("True", "False", "None"):
+            return self.constants[script].get(node.value, node)
+        return node
 
     def qualified(self, script: str, node: cst.BaseExpression) -> str | None:
         return imports.qualified(node, self.aliases[script])
@@ -101,16 +107,17 @@ def build(scripts: dict[str, ParsedScript], entry: tuple[str, ...]) -> Program:
         table: dict[str, str] = {}
         program.aliases[rel] = table
         program.functions[rel] = {}
-        root = Function(f"{rel}:<module>", "<module>", parsed, -1, None, tuple(parsed.module.body))
+        root = Function(f"{rel}:<module>", "<module>", parsed, None, tuple(parsed.module.body))
         program.roots[rel] = root
         program.by_key[root.key] = root
-        for top, stmt in enumerate(parsed.module.body):
-            _collect(program, parsed, top, stmt, root, None, table)
+        program.constants[rel] = _constants(parsed.module)
+        for stmt in parsed.module.body:
+            _collect(program, parsed, stmt, root, None, table)
     _classify_classes(program)
     return program
 
 
-def _collect(program: Program, parsed: ParsedScript, top: int, stmt: cst.CSTNode,
+def _collect(program: Program, parsed: ParsedScript, stmt: cst.CSTNode,
              owner: Function, cls: ClassInfo | None, table: dict[str, str]) -> None:
     """Record defs, classes and imports in `stmt`, descending through compound statements."""
     if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
@@ -119,7 +126,7 @@ def _collect(program: Program, parsed: ParsedScript, top: int, stmt: cst.CSTNode
                 imports.add(small, table)
         return
     if isinstance(stmt, cst.FunctionDef):
-        fn = _function(program, parsed, top, stmt, owner, cls, table)
+        fn = _function(program, parsed, stmt, owner, cls, table)
         if cls is not None:
             cls.methods.setdefault(fn.name, fn)
             program.methods.setdefault(fn.name, []).append(fn)
@@ -128,23 +135,23 @@ def _collect(program: Program, parsed: ParsedScript, top: int, stmt: cst.CSTNode
         else:
             owner.nested.setdefault(fn.name, fn)
         for inner in _block(stmt.body):
-            _collect(program, parsed, top, inner, fn, None, table)
+            _collect(program, parsed, inner, fn, None, table)
         return
     if isinstance(stmt, cst.ClassDef):
         if owner.node is not None:
             return  # classes defined inside functions are rare in training scripts; not followed
         bases = tuple(b for b in (imports.dotted(arg.value) for arg in stmt.bases) if b)
-        info = ClassInfo(stmt.name.value, parsed, stmt, top, bases)
+        info = ClassInfo(stmt.name.value, parsed, stmt, bases)
         program.classes.setdefault(f"{parsed.rel}:{info.name}", info)
         for inner in _block(stmt.body):
-            _collect(program, parsed, top, inner, owner, info, table)
+            _collect(program, parsed, inner, owner, info, table)
         return
     for block in compound_blocks(stmt):
         for inner in block:
-            _collect(program, parsed, top, inner, owner, cls, table)
+            _collect(program, parsed, inner, owner, cls, table)
 
 
-def _function(program: Program, parsed: ParsedScript, top: int, node: cst.FunctionDef,
+def _function(program: Program, parsed: ParsedScript, node: cst.FunctionDef,
               owner: Function, cls: ClassInfo | None, table: dict[str, str]) -> Function:
     name = node.name.value
     prefix = parsed.rel + ":" + (f"{cls.name}." if cls else "")
@@ -158,7 +165,7 @@ def _function(program: Program, parsed: ParsedScript, top: int, node: cst.Functi
         params.append(node.params.star_kwarg.name.value)
     no_grad = any(imports.qualified(_decorator_name(d.decorator), table) in _NO_GRAD
                   for d in node.decorators)
-    fn = Function(prefix + name, name, parsed, top, node, tuple(_block(node.body)), tuple(params),
+    fn = Function(prefix + name, name, parsed, node, tuple(_block(node.body)), tuple(params),
                   cls, owner if owner.node is not None else None, no_grad)
     program.all_functions.append(fn)
     program.by_key.setdefault(fn.key, fn)
@@ -204,6 +211,22 @@ def compound_blocks(stmt: cst.CSTNode) -> list[list[cst.CSTNode]]:
     elif isinstance(stmt, cst.Match):
         blocks += [_block(case.body) for case in stmt.cases]
     return blocks
+
+
+_LITERALS = (cst.Integer, cst.Float, cst.SimpleString, cst.Name)
+
+
+def _constants(module: cst.Module) -> dict[str, cst.BaseExpression]:
+    found = {}
+    for stmt in module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Assign) and isinstance(small.value, _LITERALS) \
+                        and (not isinstance(small.value, cst.Name) or small.value.value in ("True", "False", "None")):
+                    for target in small.targets:
+                        if isinstance(target.target, cst.Name):
+                            found[target.target.value] = small.value
+    return found
 
 
 def _classify_classes(program: Program) -> None:

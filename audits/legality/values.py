@@ -7,12 +7,14 @@ Labels are tuples whose first item is the kind:
   ("iter", loop) ("prev", loop)  differs per iteration of `loop` / holds the previous iteration's data
   ("loss", site)                 a log-probability or loss computed at `site`
   ("model",) ("prob",)           an output of the model / a probability
+  ("out", site)                  the model output computed at `site` (which forward pass)
   ("target",)                    the tokens being scored
   ("state", site, kind)          trainable parameters: a "tensor" made at site, or a "module"'s
                                  parameters (site: where the module was made, None if unknown)
   ("obj", site, cls) ("objref", label)   an object made at site / the object a model call ran on
   ("optim",) ("grad",) ("lossfn",) ("hook",) ("fn", key)
   ("hash",) ("mask",) ("indicator",) ("stat",)
+  ("flag", NAME, on)             a setting read from environment variable NAME; `on`: its default
   ("gate", site, how)            read from the scored token: a "lookup" (table[target]) or a
                                  "compare" (target < k)
   ("bytes", site) ("gated", site) ("select", site) ("filled", site)
@@ -35,7 +37,7 @@ HASH, MASK, INDICATOR, STAT = ("hash",), ("mask",), ("indicator",), ("stat",)
 DATA_KINDS = {"val", "train", "gen", "param"}
 # Labels made at a site inside a callee are moved to the call site when the callee's effects are
 # replayed in its caller: there, the call is where the loss was computed or the object made.
-RELOCATED_KINDS = {"loss", "state", "obj", "filled"}
+RELOCATED_KINDS = {"loss", "out", "state", "obj", "filled"}
 LOCAL_KINDS = {"iter", "prev"}
 
 
@@ -44,10 +46,10 @@ class Site:
     at statement path `path` inside `loops`; `inner` is the operation itself (in `inner_fn`), which
     differs from `node` when the effect was replayed from a callee through the call `node`."""
 
-    __slots__ = ("fn", "node", "path", "loops", "inner", "inner_fn", "chain", "top", "statement")
+    __slots__ = ("fn", "node", "path", "loops", "inner", "inner_fn", "chain", "statement")
 
     def __init__(self, fn, node: cst.CSTNode, path: tuple, loops: tuple, inner=None, inner_fn=None,
-                 chain: tuple = (), top: int | None = None, statement: tuple | None = None):
+                 chain: tuple = (), statement: tuple | None = None):
         self.fn = fn
         self.node = node
         self.path = path
@@ -55,21 +57,16 @@ class Site:
         self.inner = node if inner is None else inner
         self.inner_fn = fn if inner_fn is None else inner_fn
         self.chain = chain  # the call nodes from `fn` down to `inner`, outermost first
-        # the top-level statement holding `inner`, for its line number
-        self.top = top if top is not None else (fn.top if fn.top >= 0 else path[0][1])
         # the statement holding `inner` in `inner_fn` (two findings there are one place)
         self.statement = (self.inner_fn.key, path) if statement is None else statement
 
     def position(self):
         """Where `inner` is in its script's source (a libcst CodeRange), or None."""
-        return self.inner_fn.script.position(self.top, self.inner)
+        return self.inner_fn.script.position(self.inner)
 
     def call_position(self):
         """Where the call in `fn` that led to `inner` is, or None when `inner` is in `fn` itself."""
-        if not self.chain:
-            return None
-        top = self.fn.top if self.fn.top >= 0 else self.path[0][1]
-        return self.fn.script.position(top, self.chain[0])
+        return self.fn.script.position(self.chain[0]) if self.chain else None
 
     def _key(self):
         return (self.fn.key, id(self.node), id(self.inner))
@@ -83,7 +80,7 @@ class Site:
     def moved(self, call: Site) -> Site:
         """This site seen from the caller, through the call at `call`."""
         return Site(call.fn, call.node, call.path, call.loops, self.inner, self.inner_fn,
-                    (call.node,) + self.chain, self.top, self.statement)
+                    (call.node,) + self.chain, self.statement)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,10 +110,40 @@ class Event:
                                    other=self.other.moved(call) if self.other else None)
 
 
+def switches(*events: Event) -> frozenset:
+    """The "if:NAME:needed:default" flags of events: the settings (environment variables) the
+    code runs under, on (1) or off (0), and their defaults."""
+    return frozenset(flag for e in events for flag in e.flags if flag.startswith("if:"))
+
+
+def exclusive(a: Event, b: Event) -> bool:
+    """Do the two need one setting both on and off (`if h.ttt_enabled:` ... and
+    `if not h.ttt_enabled:` ...)? Then they never run together."""
+    needed = {}
+    for flag in switches(a):
+        _, name, need, _ = flag.split(":")
+        needed[name] = need
+    for flag in switches(b):
+        _, name, need, _ = flag.split(":")
+        if needed.get(name, need) != need:
+            return True
+    return False
+
+
+def non_default(event: Event) -> list[str]:
+    """How the settings must differ from their defaults for the event's code to run."""
+    out = []
+    for flag in sorted(switches(event)):
+        _, name, need, default = flag.split(":")
+        if need != default:
+            out.append(f"{name} is set" if need == "1" else f"{name} is turned off")
+    return out
+
+
 def loss_data(taint: Taint) -> Taint:
-    """What an update's loss rests on: its data, per-iteration labels, losses and positions."""
+    """What an update's loss rests on: its data, per-iteration labels, forward passes, positions."""
     return frozenset(label for label in taint
-                     if label[0] in ("val", "train", "gen", "param", "iter", "prev", "loss", "span"))
+                     if label[0] in ("val", "train", "gen", "param", "iter", "prev", "loss", "out", "span"))
 
 
 def is_update(event: Event) -> bool:
