@@ -1,6 +1,7 @@
 """Precision and recall of the legality rules on the fixtures in tests/fixtures/legality.
 
-    python scripts/legality_scores.py
+    python scripts/legality_scores.py            # the fixtures the tests check
+    python scripts/legality_scores.py --held-out # fixtures written after the analysis was frozen
 
 A positive is a line a fixture marks `# expect: RULE WARN|FAIL`; a prediction is a WARN or FAIL
 finding. Both are (file, rule, severity, line): a finding on the right line with the wrong
@@ -18,14 +19,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.legality_fixtures import RULES, audit, fixtures, problems  # noqa: E402
+from tests.legality_fixtures import HELD_OUT, ROOT, RULES, audit, fixtures, problems  # noqa: E402
 
 
 def main() -> None:
+    root = HELD_OUT if "--held-out" in sys.argv[1:] else ROOT
     tp, fp, fn = collections.Counter(), collections.Counter(), collections.Counter()
     violating, legal, quiet = collections.Counter(), collections.Counter(), collections.Counter()
     with tempfile.TemporaryDirectory() as tmp:
-        for fixture in fixtures():
+        for fixture in fixtures(root):
             found = problems(audit(fixture, Path(tmp) / "2026-05-01_fixture"))
             wanted = {e for e in fixture.expected if e[2] != "INFO"}
             for item in found & wanted:
@@ -43,6 +45,8 @@ def main() -> None:
     print("| rule | violating fixtures | legal twins (quiet) | TP | FP | FN | precision | recall |")
     print("|---|---|---|---|---|---|---|---|")
     for rule in RULES:
+        if not (violating[rule] or legal[rule] or fp[rule]):
+            continue
         p = tp[rule] / (tp[rule] + fp[rule]) if tp[rule] + fp[rule] else float("nan")
         r = tp[rule] / (tp[rule] + fn[rule]) if tp[rule] + fn[rule] else float("nan")
         print(f"| {rule} | {violating[rule]} | {legal[rule]} ({quiet[rule]}) | {tp[rule]} | {fp[rule]} "

@@ -143,10 +143,12 @@ def _family(rule: str) -> str:
 
 def _best(verdicts: list[Verdict], place) -> list[Verdict]:
     """The most severe verdict per rule and place (one finding per update, whichever score it
-    was paired with); a legal note (INFO) is kept apart."""
+    was paired with), seen from the function nearest to it (the shortest call chain reads best);
+    a legal note (INFO) is kept apart."""
     best: dict[tuple, Verdict] = {}
     for v in verdicts:
         key = (v.rule, v.severity == Severity.INFO, place(v))
-        if key not in best or v.severity > best[key].severity:
+        rank = (v.severity, -len(v.site.chain))
+        if key not in best or rank > (best[key].severity, -len(best[key].site.chain)):
             best[key] = v
     return list(best.values())

@@ -65,8 +65,15 @@ class Site:
         return self.inner_fn.script.position(self.inner)
 
     def call_position(self):
-        """Where the call in `fn` that led to `inner` is, or None when `inner` is in `fn` itself."""
-        return self.fn.script.position(self.chain[0]) if self.chain else None
+        """Where the last call on the way to `inner` is (the one into the function holding it),
+        or None when `inner` was not reached through a call."""
+        if not self.chain:
+            return None
+        for script in (self.inner_fn.script, self.fn.script):
+            found = script.position(self.chain[-1])
+            if found is not None:
+                return found
+        return None
 
     def _key(self):
         return (self.fn.key, id(self.node), id(self.inner))
