@@ -4,7 +4,7 @@
 
 The script is built from the legality fixtures: each one's top-level names get a suffix so they
 coexist, their `__main__` blocks become functions, and one `main()` calls them all, until the file
-reaches the requested size (about 45 fixtures make 150 KB). Everything is reachable from the entry
+reaches the requested size. Everything is reachable from the entry
 point, so every rule's code path runs, and findings are spread over the whole file (the worst case
 for line numbers, which are computed per statement that holds a finding).
 

@@ -11,7 +11,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from audits import legality
 from audits.legality import imports, shapes
-from audits.legality.interp import string_taint
+from audits.legality.operators import string_taint
 from audits.legality.order import relation
 from audits.legality.parse import parse
 from audits.legality.values import TRAIN, VAL, Site

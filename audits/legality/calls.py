@@ -8,7 +8,7 @@ import dataclasses
 
 import libcst as cst
 
-from audits.legality import apis, shapes
+from audits.legality import apis, operators, shapes
 from audits.legality.program import ClassInfo, Function
 from audits.legality.values import (
     EMPTY, GEN, GRAD, HASH, HOOK, LOSSFN, MODEL, OPTIM, PROB, STAT, TARGET, Event, Taint, data_roots,
@@ -109,9 +109,8 @@ def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
         return union | _select(w, node, union)
     if name in apis.WHERE_CALLS:
         if len(args) == 3:
-            from audits.legality.interp import _condition, _gated
             rest = args[1].taint | args[2].taint
-            return union | _condition(args[0].taint, rest) | _gated(args[0].taint, rest)
+            return union | operators.condition(args[0].taint, rest) | operators.gated(args[0].taint, rest)
         return union
     if name in apis.SAMPLE_CALLS:
         return union | {GEN}

@@ -10,40 +10,19 @@ with the arguments substituted). Nothing is ever executed.
 from __future__ import annotations
 
 import dataclasses
-import re
 
 import libcst as cst
 
-from audits.legality import apis, imports, order, shapes
+from audits.legality import apis, env, imports, operators, order, shapes, syntax
 from audits.legality.program import ClassInfo, Function, Program, compound_blocks
 from audits.legality.values import (
-    EMPTY, GEN, GRAD, HASH, HOOK, INDICATOR, LOSSFN, MASK, MODEL, OPTIM, PROB, STAT, TARGET, TRAIN,
-    VAL, Event, Site, Taint, data_roots, has_data, kinds, loss_data, objref, substitute,
+    EMPTY, GRAD, HASH, INDICATOR, MASK, MODEL, OPTIM, PROB, STAT, TARGET, Event, Site, Taint, data_roots,
+    has_data, kinds, loss_data,
 )
 
-# Data files are named by split: fineweb_val_000000.bin, fineweb_train_*.bin, val.bin, ...
-_PATHLIKE = re.compile(r"[/*\\]|\.(bin|npy|npz|pt|jsonl|json|txt|arrow|parquet)\b|fineweb")
-_VAL_WORD = re.compile(r"(?<![a-z])val(id|idation)?(?![a-z])", re.I)
-_TRAIN_WORD = re.compile(r"(?<![a-z])train(ing)?(?![a-z])", re.I)
-_SPLIT_NAMES = {"val": VAL, "valid": VAL, "validation": VAL}
-_BITS = {0.6931471805599453, 1.4426950408889634}
 # What an attribute keeps wherever it is read: where data came from and what objects it holds.
 _FIELD_KINDS = {"val", "train", "gen", "filled", "state", "optim", "obj", "objref", "lossfn", "fn",
                 "flag"}
-
-
-def string_taint(text: str) -> Taint:
-    """Validation or training data, as far as a literal path or split name says."""
-    if text.lower() in _SPLIT_NAMES:
-        return frozenset({_SPLIT_NAMES[text.lower()]})
-    if not _PATHLIKE.search(text) or text.endswith(".py"):
-        return EMPTY
-    out = set()
-    if _VAL_WORD.search(text):
-        out.add(VAL)
-    if _TRAIN_WORD.search(text):
-        out.add(TRAIN)
-    return frozenset(out)
 
 
 @dataclasses.dataclass
@@ -219,7 +198,7 @@ class FunctionWalk:
             for k, case in enumerate(stmt.cases):
                 self.env = dict(before)
                 self.block(compound_blocks(stmt)[k], -(k + 1))
-                joined = _join(joined, self.env)
+                joined = env.join(joined, self.env)
             self.env = joined
 
     def class_body(self, node: cst.ClassDef) -> None:
@@ -246,7 +225,7 @@ class FunctionWalk:
         if isinstance(node, cst.Expr):
             self.value(node.value)
         elif isinstance(node, cst.Assign):
-            parts = _unpacked(node)
+            parts = syntax.unpacked(node)
             if parts is not None:  # `x, y = t[:-1], t[1:]`: each name gets its own value
                 taints = [self.value(v) for v in parts]
                 taint = frozenset().union(*taints)
@@ -277,7 +256,7 @@ class FunctionWalk:
         elif isinstance(node, (cst.Raise, cst.Assert)):
             pass
         elif isinstance(node, cst.Del):
-            for name in _names(node.target):
+            for name in syntax.names(node.target):
                 self.env.pop(name, None)
 
     def note_slice(self, value: cst.BaseExpression) -> None:
@@ -306,15 +285,15 @@ class FunctionWalk:
         value that does not involve the target, or reads one computed before (log Z)."""
         if not self.tilts:
             return
-        names = {n.value for n in _name_nodes(value_node)}
+        names = {n.value for n in syntax.name_nodes(value_node)}
         normalized = self.saw_norm or bool(names & self.log_names)
         for node in self.tilts:
             self.emit(Event("tilt", self.site(node), taint,
                             flags=frozenset({"normalized"} if normalized else set())))
 
     def if_stmt(self, node: cst.If) -> None:
-        test = self.value(node.test)
-        if _is_false(node.test):
+        self.value(node.test)
+        if syntax.is_false(node.test):
             if isinstance(node.orelse, cst.Else):
                 self.block(compound_blocks(node)[1], -2)
             elif isinstance(node.orelse, cst.If):
@@ -324,15 +303,15 @@ class FunctionWalk:
         before = dict(self.env)
         blocks = compound_blocks(node)
         saved = self.switched
-        self.switched = saved | _needs(body_needs)
+        self.switched = saved | env.needs(body_needs)
         self.block(blocks[0], -1)
         after_body = self.env
         self.env = dict(before)
-        self.switched = saved | _needs(else_needs)
+        self.switched = saved | env.needs(else_needs)
         if len(blocks) > 1:
             self.block(blocks[1], -2)
         self.switched = saved
-        self.env = _join(after_body, self.env)
+        self.env = env.join(after_body, self.env)
 
     def requirements(self, test: cst.BaseExpression) -> tuple[dict, dict]:
         """The settings (environment variables read into flags) the two branches of an `if` need:
@@ -359,6 +338,11 @@ class FunctionWalk:
             if isinstance(comp.operator, (cst.Equal, cst.LessThanEqual)):
                 return orelse, body
             return {}, {}
+        while isinstance(test, cst.Call) and isinstance(test.func, cst.Name) \
+                and test.func.value in ("bool", "int", "float") and len(test.args) == 1:
+            test = test.args[0].value
+        if not isinstance(test, (cst.Name, cst.Attribute)):
+            return {}, {}  # only a setting read directly (evaluating it again records nothing)
         flags = kinds(self.value(test), "flag")
         return ({label[1]: (True, label[2]) for label in flags},
                 {label[1]: (False, label[2]) for label in flags})
@@ -396,9 +380,9 @@ class FunctionWalk:
         for n in range(passes):
             self.recording = recording and n == passes - 1
             if is_for:
-                self.bind(node.target, _as_bytes(header) | {label}, node.iter)
+                self.bind(node.target, operators.as_bytes(header) | {label}, node.iter)
             self.block(body, 0)
-            self.env = _join(entry, _back_edge(self.env, entry, lid))
+            self.env = env.join(entry, env.back_edge(self.env, entry, lid))
         self.recording = recording
         if is_for and self.saw_piece:  # tokenizer pieces were read in the body: a byte table?
             table = shapes.piece_table_loop(node)
@@ -439,14 +423,14 @@ class FunctionWalk:
             for element in target.slice:
                 if isinstance(element.slice, cst.Index):
                     index |= self.value(element.slice.value)
-            span = _span(target, self.code)
+            span = operators.span(target, self.code)
             if span is not None:
                 index |= {span}
             self.mutate(target.value, taint | index, written=target)
 
     def mutate(self, obj: cst.BaseExpression, taint: Taint, written: cst.CSTNode | None = None) -> None:
         """`obj` now also holds `taint` (an append, `t[i] = v`, `self.x = v`, an in-place add)."""
-        root = _root_name(obj)
+        root = syntax.root_name(obj)
         if root is None:
             return
         if written is not None and has_data(taint):
@@ -467,11 +451,11 @@ class FunctionWalk:
     def accumulation(self, target: cst.BaseExpression, value_node, value: Taint, node) -> None:
         """`total = total + nll` or `scores[i] = nll`: a score when a loss on data is kept in a
         running total."""
-        root = _root_name(target)
+        root = syntax.root_name(target)
         if root is None:
             return
         if isinstance(target, cst.Name):
-            if root not in {n.value for n in _name_nodes(value_node)}:
+            if root not in {n.value for n in syntax.name_nodes(value_node)}:
                 return
         self.score(root, value, node)
 
@@ -494,7 +478,7 @@ class FunctionWalk:
             value |= {HASH}
         if isinstance(node.value, cst.BinaryOperation) and isinstance(node.value.operator, cst.MatrixMultiply):
             if has_data(value):
-                self.emit(Event("calib", self.site(node), data_roots(value) | _gen(value)))
+                self.emit(Event("calib", self.site(node), data_roots(value) | operators.gen(value)))
         self.storing = True  # reading the target of `t[k] += v` is part of the write, not a lookup
         current = self.value(target)
         self.storing = False
@@ -504,7 +488,7 @@ class FunctionWalk:
                 self.emit(Event("update", self.site(node), loss_data(value | self.grad), changed | {OPTIM}))
             value = value - {GRAD}  # the parameter moved; it does not hold a gradient
         else:
-            root = _root_name(target)
+            root = syntax.root_name(target)
             if root is not None:
                 self.score(root, value, node)
         if isinstance(target, cst.Name):
@@ -537,7 +521,7 @@ class FunctionWalk:
         while scope is not None:  # a closure reads its enclosing function's names as they are now
             outer = self.a.active.get(scope.key)
             if outer is not None and name in outer.env:
-                return _without_loops(outer.env[name])
+                return env.without_loops(outer.env[name])
             scope = scope.parent
         module_env = self.a.module_env.get(self.rel)
         if module_env is not None and module_env is not self.env:
@@ -582,7 +566,7 @@ class FunctionWalk:
         if id(node) in self.target_nodes:
             taint |= {TARGET}
         if kinds(base, "loss") or PROB in base or MODEL in base:
-            span = _span(node, self.code)
+            span = operators.span(node, self.code)
             if span is not None:
                 taint |= {span}
         if HASH in index and has_data(index) and not self.storing:
@@ -595,11 +579,11 @@ class FunctionWalk:
 
     def v_binary(self, node: cst.BinaryOperation) -> Taint:
         left, right = self.value(node.left), self.value(node.right)
-        taint = _derived(left | right)
+        taint = env.derived(left | right)
         op = node.operator
         if isinstance(op, (cst.BitXor, cst.LeftShift, cst.RightShift)):
             taint |= {HASH}
-        elif isinstance(op, cst.Multiply) and (_big_int(node.left) or _big_int(node.right)):
+        elif isinstance(op, cst.Multiply) and (operators.big_int(node.left) or operators.big_int(node.right)):
             taint |= {HASH}
         # `& mask` and `% size` keep a hash in range; alone they only wrap an index around
         elif isinstance(op, (cst.BitAnd, cst.Modulo)) and HASH in taint:
@@ -607,18 +591,18 @@ class FunctionWalk:
         elif isinstance(op, cst.MatrixMultiply):
             taint |= {STAT}
         elif isinstance(op, cst.Power) and kinds(right, "gate"):  # p ** (1 / n_bytes[target])
-            taint = _as_bytes(taint)
+            taint = operators.as_bytes(taint)
         if isinstance(op, cst.Divide):
             self.normalizer(right)
-            if _additive_smoothing(node) and has_data(left):
+            if operators.additive_smoothing(node) and has_data(left):
                 self.emit(Event("smoothing", self.site(node), taint))
         if isinstance(op, (cst.Multiply, cst.Add, cst.Subtract, cst.Divide)):
-            taint |= _gated(left, right)
-            if _tilts(left, right) or _tilts(right, left):
+            taint |= operators.gated(left, right)
+            if operators.tilts(left, right) or operators.tilts(right, left):
                 self.tilts.append(node)
-            if isinstance(op, cst.Divide) and kinds(left, "loss") and _is_ln2(node.right):
+            if isinstance(op, cst.Divide) and kinds(left, "loss") and operators.is_ln2(node.right):
                 taint |= {("bits",)}
-            if isinstance(op, (cst.Divide, cst.Multiply)) and ("bits",) in left and _bytes_ratio(node.right):
+            if isinstance(op, (cst.Divide, cst.Multiply)) and ("bits",) in left and operators.bytes_ratio(node.right):
                 self.emit(Event("ratio", self.site(node), left))
         if isinstance(op, cst.Add):
             taint = self.previous_token_mix(node, left, right, taint)
@@ -644,13 +628,13 @@ class FunctionWalk:
 
     def v_comparison(self, node: cst.Comparison) -> Taint:
         left = self.value(node.left)
-        taint = _derived(left)
+        taint = env.derived(left)
         for comp in node.comparisons:
             right = self.value(comp.comparator)
-            taint |= _derived(right)
+            taint |= env.derived(right)
             if isinstance(comp.operator, (cst.Equal, cst.NotEqual)):
                 taint |= {MASK}
-                if _is_target_vs_hint(left, right) or _is_target_vs_hint(right, left):
+                if operators.is_target_vs_hint(left, right) or operators.is_target_vs_hint(right, left):
                     taint |= {INDICATOR}
                 elif TARGET in left or TARGET in right:
                     taint |= {("gate", self.site(node), "compare")}
@@ -663,7 +647,7 @@ class FunctionWalk:
     def v_ifexp(self, node: cst.IfExp) -> Taint:
         test = self.value(node.test)
         taint = self.value(node.body) | self.value(node.orelse)
-        return taint | _condition(test, taint)
+        return taint | operators.condition(test, taint)
 
     def v_collection(self, node) -> Taint:
         taint = EMPTY
@@ -686,7 +670,7 @@ class FunctionWalk:
         comp = node.for_in
         while comp is not None:
             source = self.value(comp.iter)
-            self.bind(comp.target, _as_bytes(source), comp.iter)
+            self.bind(comp.target, operators.as_bytes(source), comp.iter)
             for cond in comp.ifs:
                 self.value(cond.test)
             comp = comp.inner_for_in
@@ -700,7 +684,7 @@ class FunctionWalk:
     def v_string(self, node) -> Taint:
         if isinstance(node, cst.SimpleString):
             value = node.evaluated_value
-            return string_taint(value) if isinstance(value, str) else EMPTY
+            return operators.string_taint(value) if isinstance(value, str) else EMPTY
         if isinstance(node, cst.ConcatenatedString):
             return self.value(node.left) | self.value(node.right)
         text, taint = "", EMPTY
@@ -710,7 +694,7 @@ class FunctionWalk:
             else:
                 taint |= self.value(part.expression)
                 text += "*"
-        return taint | string_taint(text)
+        return taint | operators.string_taint(text)
 
     def v_passthrough(self, node) -> Taint:
         return self.value(node.value) if getattr(node, "value", None) is not None else EMPTY
@@ -733,190 +717,6 @@ class FunctionWalk:
     def v_call(self, node: cst.Call) -> Taint:
         from audits.legality import calls
         return calls.call(self, node)
-
-
-def _needs(requirements: dict) -> frozenset:
-    """"if:NAME:needed:default" flags: the code runs when setting NAME is on (1) or off (0)."""
-    return frozenset(f"if:{name}:{int(need)}:{int(default)}"
-                     for name, (need, default) in requirements.items())
-
-
-def _without_loops(taint: Taint) -> Taint:
-    """Another function's per-iteration labels mean nothing here."""
-    return frozenset(label for label in taint if label[0] not in ("iter", "prev"))
-
-
-def _derived(taint: Taint) -> Taint:
-    """A value computed from settings is no longer a setting (`ci == n_chunks - 1` is not a flag
-    that is off by default because one of its inputs is)."""
-    return frozenset(label for label in taint if label[0] != "flag")
-
-
-def _join(a: dict, b: dict) -> dict:
-    out = dict(a)
-    for name, taint in b.items():
-        current = out.get(name)
-        if current is None:
-            out[name] = taint
-        elif current is not taint and not taint <= current:
-            out[name] = current | taint
-    return out
-
-
-def _back_edge(env: dict, entry: dict, lid) -> dict:
-    """Values carried into the next iteration: a counter advanced in the loop differs per
-    iteration; data kept from this iteration is the previous iteration's data there, and the
-    tokens it scored are context, no longer the tokens being scored."""
-    out = {}
-    for name, taint in env.items():
-        if entry.get(name) == taint:
-            out[name] = taint
-        elif has_data(taint) and MODEL not in taint:
-            out[name] = (taint - {("iter", lid), TARGET}) | {("prev", lid)}
-        else:
-            out[name] = (taint - {TARGET}) | {("iter", lid)}
-    return out
-
-
-def _unpacked(node: cst.Assign):
-    """The values of `a, b = x, y` (every target a tuple of the same length), else None."""
-    value = node.value
-    if not isinstance(value, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in value.elements):
-        return None
-    for target in node.targets:
-        t = target.target
-        if not isinstance(t, (cst.Tuple, cst.List)) or len(t.elements) != len(value.elements) \
-                or any(isinstance(e, cst.StarredElement) for e in t.elements):
-            return None
-    return [e.value for e in value.elements]
-
-
-def _names(node) -> list[str]:
-    if isinstance(node, cst.Name):
-        return [node.value]
-    if isinstance(node, (cst.Tuple, cst.List)):
-        return [n for e in node.elements for n in _names(e.value)]
-    return []
-
-
-def _name_nodes(node):
-    """Names read in an expression, through operators, calls, attributes, subscripts and
-    literals of containers (enough to see `total = total + x` or which names a formula uses)."""
-    stack = [node]
-    while stack:
-        cur = stack.pop()
-        if isinstance(cur, cst.Name):
-            yield cur
-        elif isinstance(cur, cst.BinaryOperation):
-            stack += [cur.left, cur.right]
-        elif isinstance(cur, cst.UnaryOperation):
-            stack.append(cur.expression)
-        elif isinstance(cur, cst.Call):
-            stack += [cur.func] + [a.value for a in cur.args]
-        elif isinstance(cur, (cst.Attribute, cst.Subscript)):
-            stack.append(cur.value)
-        elif isinstance(cur, (cst.List, cst.Tuple)):
-            stack += [e.value for e in cur.elements]
-
-
-def _root_name(node) -> str | None:
-    while isinstance(node, (cst.Attribute, cst.Subscript)):
-        node = node.value
-    return node.value if isinstance(node, cst.Name) else None
-
-
-def _is_false(test) -> bool:
-    return (isinstance(test, cst.Name) and test.value == "False") or (
-        isinstance(test, cst.Integer) and test.value == "0")
-
-
-def _big_int(node) -> bool:
-    return isinstance(node, cst.Integer) and int(node.value, 0) >= 1000
-
-
-def _span(node: cst.Subscript, code) -> tuple | None:
-    """("span", lower, upper) for the positions a slice keeps (`nll[:, s:wlen]` -> s, wlen)."""
-    for element in node.slice:
-        s = element.slice
-        if isinstance(s, cst.Slice) and (s.lower is not None or s.upper is not None):
-            return ("span", code(s.lower) if s.lower is not None else "",
-                    code(s.upper) if s.upper is not None else "END")
-    return None
-
-
-def _tilts(indicator: Taint, other: Taint) -> bool:
-    """An indicator of `target == hint` applied, for the first time, to a probability or log-prob."""
-    def scored(t):
-        return bool(kinds(t, "loss")) or PROB in t
-    return INDICATOR in indicator and not scored(indicator) and scored(other)
-
-
-def _as_bytes(taint: Taint) -> Taint:
-    """What a table holds for the scored token, taken as that token's bytes."""
-    return frozenset(("bytes", label[1]) if label[0] == "gate" else label for label in taint)
-
-
-def _is_target_vs_hint(target: Taint, hint: Taint) -> bool:
-    """`target == hint`: the realized token compared with a token predicted from context."""
-    return TARGET in target and TARGET not in hint and has_data(hint)
-
-
-def _gated(left: Taint, right: Taint) -> Taint:
-    """A coefficient read from the realized token, applied to a probability or a tilt indicator.
-    (Values built from the scored token's bytes are the byte-mixture rule's finding instead.)"""
-    out = set()
-    if kinds(left, "bytes") or kinds(right, "bytes"):
-        return frozenset()
-    for gate_side, other in ((left, right), (right, left)):
-        if kinds(gate_side, "gate") and (PROB in other or INDICATOR in other):
-            out |= {("gated", label[1]) for label in kinds(gate_side, "gate")}
-    return frozenset(out)
-
-
-def _condition(test: Taint, values: Taint) -> Taint:
-    """A choice between values made by a condition (`a if c else b`, torch.where)."""
-    out = set()
-    if kinds(test, "gate") and (PROB in values or INDICATOR in values or not kinds(values, "loss")):
-        out |= {label for label in test if label[0] == "gate"}
-    if len({label[1] for label in kinds(test, "loss")}) >= 2:
-        out |= {label for label in test if label[0] == "select"}
-    return frozenset(out)
-
-
-def _additive_smoothing(node: cst.BinaryOperation) -> bool:
-    """`(count + k) / (total + k2)` with k2 < 2k: the same constant on both sides, where the
-    total needs k times the vocabulary size to keep the distribution summing to 1."""
-    def added(expr):
-        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add) \
-                and isinstance(expr.right, (cst.Integer, cst.Float)):
-            return float(expr.right.value)
-        return None
-    num, den = added(node.left), added(node.right)
-    return num is not None and den is not None and num > 0 and den < 2 * num
-
-
-def _is_ln2(node) -> bool:
-    if isinstance(node, cst.Float):
-        return any(abs(float(node.value) - b) < 1e-3 for b in _BITS)
-    if isinstance(node, cst.Call) and isinstance(node.func, (cst.Attribute, cst.Name)):
-        name = node.func.attr.value if isinstance(node.func, cst.Attribute) else node.func.value
-        return name == "log" and len(node.args) == 1 and isinstance(node.args[0].value, (cst.Integer, cst.Float)) \
-            and float(node.args[0].value.value) == 2.0
-    return False
-
-
-def _bytes_ratio(node) -> bool:
-    """A literal that can only be an assumed bytes-per-token ratio (or its inverse)."""
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
-        node = node.right if isinstance(node.left, (cst.Integer, cst.Float)) else node
-    if not isinstance(node, cst.Float):
-        return False
-    value = float(node.value)
-    return 1.5 <= value <= 8.0 or 0.125 <= value <= 0.67
-
-
-def _gen(taint: Taint) -> Taint:
-    return frozenset({GEN}) if GEN in taint else EMPTY
 
 
 _DISPATCH = {
