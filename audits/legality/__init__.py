@@ -47,7 +47,7 @@ def analyse_sources(sources: tuple[tuple[str, str], ...]) -> Result:
         else:
             parsed[rel] = script
     entry = _entries(parsed)
-    prog = program.build(parsed, entry)
+    prog = program.build(parsed)
     analysis = Analysis(prog)
     run = _imported(prog, entry)
     for rel in sorted(parsed, key=lambda r: (r in entry, r)):  # imported scripts first

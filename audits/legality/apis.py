@@ -54,8 +54,6 @@ OPTIMIZER_PREFIX = "torch.optim."
 NOT_OPTIMIZERS = ("torch.optim.lr_scheduler", "torch.optim.swa_utils")
 AUTOGRAD_GRAD = {"torch.autograd.grad"}
 
-NO_GRAD = {"torch.no_grad", "torch.inference_mode"}
-ENABLE_GRAD = {"torch.enable_grad"}
 
 # Calls that read values only for their size, shape or type: they carry no data.
 SIZE_CALLS = {"len", "isinstance", "type", "id", "callable", "hasattr"}

@@ -15,9 +15,6 @@ from audits.legality.values import (
     has_data, kinds, loss_data, objref, substitute,
 )
 
-_CONTAINERS = {"range", "enumerate", "zip", "sorted", "reversed", "list", "tuple", "set", "dict",
-               "iter", "next", "map", "filter", "abs", "round", "str", "bytes", "bytearray",
-               "memoryview", "getattr", "divmod", "pow", "any", "all"}
 _SILENT = {"print", "super", "setattr", "delattr", "vars", "locals", "globals", "exec", "eval",
            "input", "format", "repr", "ord", "chr"}
 
@@ -131,8 +128,6 @@ def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
         return first | {GRAD}
     if name in apis.LOSS_MODULES:
         return frozenset({LOSSFN})
-    if name in apis.NO_GRAD or name in apis.ENABLE_GRAD:
-        return EMPTY
     if name in apis.HASH_CALLS:
         return union | {HASH}
     if name in apis.REDUCE_CALLS:

@@ -91,7 +91,6 @@ class FunctionWalk:
         self.loops: tuple = ()
         self.while_loops: tuple = ()
         self.loop_entry: list[set[str]] = []
-        self.no_grad = self.fn.no_grad
         self.hooks = False
         self.recording = True
         self.events: list[Event] = []
@@ -348,20 +347,11 @@ class FunctionWalk:
                 {label[1]: (False, label[2]) for label in flags})
 
     def with_stmt(self, node: cst.With) -> None:
-        saved = self.no_grad
         for item in node.items:
-            expr = item.item
-            head = expr.func if isinstance(expr, cst.Call) else expr
-            qualified = self.p.qualified(self.rel, head)
-            if qualified in apis.NO_GRAD:
-                self.no_grad = True
-            elif qualified in apis.ENABLE_GRAD:
-                self.no_grad = False
-            taint = self.value(expr)
+            taint = self.value(item.item)
             if item.asname is not None:
-                self.bind(item.asname.name, taint, expr)
+                self.bind(item.asname.name, taint, item.item)
         self.block(compound_blocks(node)[0], 0)
-        self.no_grad = saved
 
     def loop(self, node: cst.For | cst.While) -> None:
         lid = self.path
@@ -466,8 +456,7 @@ class FunctionWalk:
             return  # a model's own bookkeeping (skip connections, auxiliary losses)
         if not has_data(value) or not self._outer(root):
             return
-        flags = frozenset({"no_grad"}) if self.no_grad else frozenset()
-        self.emit(Event("score", self.site(node), value, flags=flags))
+        self.emit(Event("score", self.site(node), value))
 
     def aug_assign(self, node: cst.AugAssign) -> None:
         value = self.value(node.value)

@@ -15,8 +15,6 @@ from audits.legality.values import (
 )
 
 FAIL, WARN, INFO = Severity.FAIL, Severity.WARN, Severity.INFO
-CONTESTED_TTT = "contested: PR #1698 asks for a ruling on multi-epoch TTT over scored chunks"
-CONTESTED_SLOT = "contested: issue #1336 (is context-only SLOT legal?), no ruling"
 ISSUE_1336 = "https://github.com/openai/parameter-golf/issues/1336"
 # Rules whose evidence is the code's own shape: in unreachable code they are still worth a note.
 # The others turn on which data a value holds, which only the run's call chain decides.

@@ -19,7 +19,6 @@ from audits.legality.parse import ParsedScript
 MODULE_BASES = {"torch.nn.Module", "nn.Module", "Module"}
 OPTIMIZER_BASES = {"torch.optim.Optimizer", "torch.optim.optimizer.Optimizer", "optim.Optimizer",
                    "Optimizer"}
-_NO_GRAD = {"torch.no_grad", "torch.inference_mode"}
 
 
 @dataclasses.dataclass(eq=False)
@@ -32,7 +31,6 @@ class Function:
     params: tuple[str, ...] = ()
     cls: ClassInfo | None = None
     parent: Function | None = None
-    no_grad: bool = False
     nested: dict[str, Function] = dataclasses.field(default_factory=dict)
 
     @property
@@ -54,7 +52,6 @@ class ClassInfo:
 @dataclasses.dataclass
 class Program:
     scripts: dict[str, ParsedScript]
-    entry: tuple[str, ...]  # scripts whose module body is an entry point
     aliases: dict[str, dict[str, str]]  # per script: local name -> dotted import
     roots: dict[str, Function]  # per script: its module body
     functions: dict[str, dict[str, Function]]  # per script: module-level defs
@@ -101,8 +98,8 @@ class Program:
         return None
 
 
-def build(scripts: dict[str, ParsedScript], entry: tuple[str, ...]) -> Program:
-    program = Program(scripts, entry, {}, {}, {}, {}, {}, [])
+def build(scripts: dict[str, ParsedScript]) -> Program:
+    program = Program(scripts, {}, {}, {}, {}, {}, [])
     for rel, parsed in scripts.items():
         table: dict[str, str] = {}
         program.aliases[rel] = table
@@ -126,7 +123,7 @@ def _collect(program: Program, parsed: ParsedScript, stmt: cst.CSTNode,
                 imports.add(small, table)
         return
     if isinstance(stmt, cst.FunctionDef):
-        fn = _function(program, parsed, stmt, owner, cls, table)
+        fn = _function(program, parsed, stmt, owner, cls)
         if cls is not None:
             cls.methods.setdefault(fn.name, fn)
             program.methods.setdefault(fn.name, []).append(fn)
@@ -152,7 +149,7 @@ def _collect(program: Program, parsed: ParsedScript, stmt: cst.CSTNode,
 
 
 def _function(program: Program, parsed: ParsedScript, node: cst.FunctionDef,
-              owner: Function, cls: ClassInfo | None, table: dict[str, str]) -> Function:
+              owner: Function, cls: ClassInfo | None) -> Function:
     name = node.name.value
     prefix = parsed.rel + ":" + (f"{cls.name}." if cls else "")
     if owner.node is not None:
@@ -163,17 +160,11 @@ def _function(program: Program, parsed: ParsedScript, node: cst.FunctionDef,
     params += [p.name.value for p in node.params.kwonly_params]
     if node.params.star_kwarg is not None:
         params.append(node.params.star_kwarg.name.value)
-    no_grad = any(imports.qualified(_decorator_name(d.decorator), table) in _NO_GRAD
-                  for d in node.decorators)
     fn = Function(prefix + name, name, parsed, node, tuple(_block(node.body)), tuple(params),
-                  cls, owner if owner.node is not None else None, no_grad)
+                  cls, owner if owner.node is not None else None)
     program.all_functions.append(fn)
     program.by_key.setdefault(fn.key, fn)
     return fn
-
-
-def _decorator_name(expr: cst.BaseExpression) -> cst.BaseExpression:
-    return expr.func if isinstance(expr, cst.Call) else expr
 
 
 def _block(body: cst.BaseSuite) -> list[cst.CSTNode]:
