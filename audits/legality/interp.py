@@ -49,7 +49,7 @@ class Analysis:
         self.in_progress: set[str] = set()
         self.active: dict[str, FunctionWalk] = {}  # functions being walked (closures read them)
         self.fields: dict[str, Taint] = {}
-        self.module_env: dict[str, dict] = {}  # per script: its module-level names, as walked
+        self.modules: dict[str, FunctionWalk] = {}  # per script: the walk of its module body
 
     def summary(self, fn: Function) -> Summary:
         if fn.key in self.summaries:
@@ -115,7 +115,7 @@ class FunctionWalk:
             self._reset()
             self.a.active[self.fn.key] = self
             if self.fn.node is None:
-                self.a.module_env[self.rel] = self.env
+                self.a.modules[self.rel] = self
             for i, name in enumerate(self.fn.params):
                 label = frozenset({("param", i)})
                 self.env[name] = label | (frozenset({TARGET}) if name in self.target_names else EMPTY)
@@ -235,16 +235,16 @@ class FunctionWalk:
             for target in node.targets:
                 self.accumulation(target.target, node.value, taint, node)
                 if parts is not None:
-                    for element, part, part_taint in zip(target.target.elements, parts, taints):
-                        self.bind(element.value, part_taint, part)
+                    for element, part_taint in zip(target.target.elements, taints):
+                        self.bind(element.value, part_taint)
                 else:
-                    self.bind(target.target, taint, node.value)
+                    self.bind(target.target, taint)
                 if self.saw_norm and isinstance(target.target, cst.Name):
                     self.log_names.add(target.target.value)
         elif isinstance(node, cst.AnnAssign):
             if node.value is not None:
                 taint = self.value(node.value)
-                self.bind(node.target, taint, node.value)
+                self.bind(node.target, taint)
         elif isinstance(node, cst.AugAssign):
             self.aug_assign(node)
         elif isinstance(node, cst.Return):
@@ -252,8 +252,6 @@ class FunctionWalk:
                 taint = self.value(node.value)
                 self.tilt(node.value, taint)
                 self.returns |= taint
-        elif isinstance(node, (cst.Raise, cst.Assert)):
-            pass
         elif isinstance(node, cst.Del):
             for name in syntax.names(node.target):
                 self.env.pop(name, None)
@@ -350,7 +348,7 @@ class FunctionWalk:
         for item in node.items:
             taint = self.value(item.item)
             if item.asname is not None:
-                self.bind(item.asname.name, taint, item.item)
+                self.bind(item.asname.name, taint)
         self.block(compound_blocks(node)[0], 0)
 
     def loop(self, node: cst.For | cst.While) -> None:
@@ -370,7 +368,7 @@ class FunctionWalk:
         for n in range(passes):
             self.recording = recording and n == passes - 1
             if is_for:
-                self.bind(node.target, operators.as_bytes(header) | {label}, node.iter)
+                self.bind(node.target, operators.as_bytes(header) | {label})
             self.block(body, 0)
             self.env = env.join(entry, env.back_edge(self.env, entry, lid))
         self.recording = recording
@@ -388,7 +386,7 @@ class FunctionWalk:
 
     # --- binding and accumulating ---------------------------------------------------------------
 
-    def bind(self, target: cst.BaseExpression, taint: Taint, value: cst.BaseExpression | None) -> None:
+    def bind(self, target: cst.BaseExpression, taint: Taint) -> None:
         if isinstance(target, cst.Name):
             name = target.value
             if name in self.target_names:
@@ -398,9 +396,9 @@ class FunctionWalk:
             self.env[name] = taint
         elif isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
-                self.bind(element.value, taint, None)
+                self.bind(element.value, taint)
         elif isinstance(target, cst.StarredElement):
-            self.bind(target.value, taint, None)
+            self.bind(target.value, taint)
         elif isinstance(target, cst.Attribute):
             if target.attr.value == "grad":
                 self.grad = EMPTY  # `p.grad = None`: gradients cleared by hand
@@ -481,7 +479,7 @@ class FunctionWalk:
             if root is not None:
                 self.score(root, value, node)
         if isinstance(target, cst.Name):
-            self.bind(target, current | value, None)
+            self.bind(target, current | value)
         elif isinstance(target, cst.Subscript):
             self.mutate(target.value, value, written=target)
         elif isinstance(target, cst.Attribute):
@@ -512,9 +510,9 @@ class FunctionWalk:
             if outer is not None and name in outer.env:
                 return env.without_loops(outer.env[name])
             scope = scope.parent
-        module_env = self.a.module_env.get(self.rel)
-        if module_env is not None and module_env is not self.env:
-            return module_env.get(name, EMPTY)
+        module = self.a.modules.get(self.rel)  # a global, as the module body has set it so far
+        if module is not None and module is not self:
+            return module.env.get(name, EMPTY)
         return EMPTY
 
     def v_attribute(self, node: cst.Attribute) -> Taint:
@@ -659,7 +657,7 @@ class FunctionWalk:
         comp = node.for_in
         while comp is not None:
             source = self.value(comp.iter)
-            self.bind(comp.target, operators.as_bytes(source), comp.iter)
+            self.bind(comp.target, operators.as_bytes(source))
             for cond in comp.ifs:
                 self.value(cond.test)
             comp = comp.inner_for_in
@@ -695,7 +693,7 @@ class FunctionWalk:
 
     def v_named(self, node: cst.NamedExpr) -> Taint:
         taint = self.value(node.value)
-        self.bind(node.target, taint, node.value)
+        self.bind(node.target, taint)
         return taint
 
     def v_lambda(self, node: cst.Lambda) -> Taint:

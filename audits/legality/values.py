@@ -13,7 +13,10 @@ Labels are tuples whose first item is the kind:
                                  parameters (site: where the module was made, None if unknown)
   ("obj", site, cls) ("objref", label)   an object made at site / the object a model call ran on
   ("optim",) ("grad",) ("lossfn",) ("hook",) ("fn", key)
-  ("hash",) ("mask",) ("indicator",) ("stat",)
+  ("hash",) ("mask",) ("indicator",) ("stat",)   a hash key / an == or != test / target == hint /
+                                 a reduction or matrix product (a statistic, not tokens)
+  ("shift", NAME) ("span", lo, hi)   NAME[:, :-1] (previous positions) / the positions a slice keeps
+  ("bits",) ("cls", key)         a loss divided by ln 2 / a class of the script, as a value
   ("flag", NAME, on)             a setting read from environment variable NAME; `on`: its default
   ("gate", site, how)            read from the scored token: a "lookup" (table[target]) or a
                                  "compare" (target < k)
@@ -97,9 +100,12 @@ class Event:
     kind: score (loss accumulated into a running total), update (an optimizer step or in-place
     parameter update; taint = the data of the loss behind it, state = what was updated), backward,
     calib (data fed to a model whose activations are being recorded), sink (data serialized),
-    net (a network call), lookup (a table read with a hashed key; taint = the key's), mix (a
-    previous-token mixing path; flags say whether it is masked), judgment (a verdict reached where
-    the loop structure was visible; detail = rule, taint = the data it rests on).
+    net (a network call), lookup (a table read with a hashed key; taint = the key's, state = the
+    table's), mix (a previous-token mixing path; flags say whether it is masked), pieces (a
+    bytes-per-token table built from tokenizer pieces), ratio (bits divided by a bytes-per-token
+    literal), tilt (a target == hint indicator meeting a probability), smoothing (count + k over
+    total + k), judgment (a verdict reached where the loop structure was visible; detail = rule,
+    taint and state = the data it rests on).
     """
 
     kind: str
