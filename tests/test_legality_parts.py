@@ -88,9 +88,25 @@ def test_excerpt_dedents_and_cuts():
     ("val_loss:{x:.4f}", set()),  # a log format, not a path
     ("train_gpt.py", set()),
     ("logs/run.txt", set()),
+    ("Folder of fineweb_train_*.bin and fineweb_val_*.bin shards.", set()),  # prose, not a path
 ])
 def test_paths_name_their_split(text, taint):
     assert string_taint(text) == frozenset(taint)
+
+
+def test_piece_table_reads_a_module_level_marker():
+    module = cst.parse_module(
+        'SPACE = "\\u2581"\n'
+        "for i in range(sp.vocab_size()):\n"
+        "    piece = sp.id_to_piece(i)\n"
+        "    if sp.is_byte(i):\n"
+        "        base[i] = 1\n"
+        "    elif piece.startswith(SPACE):\n"
+        "        base[i] = len(piece[1:].encode())\n")
+    constants = {"SPACE": module.body[0].body[0].value}
+    found = shapes.piece_table_loop(module.body[1], lambda n: constants.get(getattr(n, "value", None), n))
+    assert found == {"byte_fallback": True, "leading_space": True}
+    assert shapes.piece_table_loop(module.body[1], lambda n: n) == {"byte_fallback": True, "leading_space": False}
 
 
 def _shape(code):

@@ -416,11 +416,28 @@ def instantiate(w, node: cst.Call, info: ClassInfo, args: list[Arg]) -> Taint:
         apply(w, node, init, args, receiver=obj)
         if 0 in summary.mutates:
             result |= substitute(summary.mutates[0], [obj], site, init) - {("param", 0)}
-    if not info.is_module:
+    if init is None and info.fields and not info.is_module:
+        result |= _record_fields(w, info.fields, args)
+    elif not info.is_module:
         result |= _union(args)
     if info.is_optimizer:
         result |= {OPTIM} | _union(args)
     return result
+
+
+def _record_fields(w, fields: tuple[str, ...], args: list[Arg]) -> Taint:
+    """A dataclass or NamedTuple built from its fields: each argument is stored under its field's
+    name, so `run.train_loader()` does not see `run.val`. What only the caller can resolve (a
+    parameter) and what cannot be placed (`**kwargs`) stays on the object itself."""
+    kept = EMPTY
+    for k, arg in enumerate(args):
+        name = arg.keyword if arg.keyword is not None else fields[k] if k < len(fields) else None
+        if arg.star or name is None:
+            kept |= arg.taint
+            continue
+        w.a.store_field(name, arg.taint)
+        kept |= arg.taint - w.a.concrete(arg.taint)
+    return kept
 
 
 def _callbacks(w, node: cst.Call, args: list[Arg]) -> None:

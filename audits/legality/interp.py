@@ -63,10 +63,15 @@ class Analysis:
         self.summaries[fn.key] = walk.summary
         return walk.summary
 
+    @staticmethod
+    def concrete(taint: Taint) -> Taint:
+        """What an attribute keeps: not what depends on the caller (a parameter symbol means
+        nothing elsewhere)."""
+        return frozenset(label for label in taint if label[0] in _FIELD_KINDS
+                         and not (label[0] == "objref" and label[1][0] == "param"))
+
     def store_field(self, name: str, taint: Taint) -> None:
-        """Only what does not depend on the caller: a parameter symbol means nothing elsewhere."""
-        concrete = frozenset(label for label in taint if label[0] in _FIELD_KINDS
-                             and not (label[0] == "objref" and label[1][0] == "param"))
+        concrete = self.concrete(taint)
         if concrete:
             self.fields[name] = self.fields.get(name, EMPTY) | concrete
 
@@ -373,7 +378,7 @@ class FunctionWalk:
             self.env = env.join(entry, env.back_edge(self.env, entry, lid))
         self.recording = recording
         if is_for and self.saw_piece:  # tokenizer pieces were read in the body: a byte table?
-            table = shapes.piece_table_loop(node)
+            table = shapes.piece_table_loop(node, lambda n: self.p.literal(self.rel, n))
             if table is not None:
                 self.emit(Event("pieces", self.site(node), flags=frozenset(k for k, v in table.items() if v)))
         self.saw_piece = saw_piece or self.saw_piece

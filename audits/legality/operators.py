@@ -112,8 +112,8 @@ def string_taint(text: str) -> Taint:
     """Validation or training data, as far as a literal path or split name says."""
     if text.lower() in _SPLIT_NAMES:
         return frozenset({_SPLIT_NAMES[text.lower()]})
-    if not _PATHLIKE.search(text) or text.endswith(".py"):
-        return EMPTY
+    if not _PATHLIKE.search(text) or text.endswith(".py") or re.search(r"\s", text):
+        return EMPTY  # a message or a doc string mentioning the shards is not a path
     out = set()
     if _VAL_WORD.search(text):
         out.add(VAL)

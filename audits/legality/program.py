@@ -48,6 +48,14 @@ class ClassInfo:
     is_module: bool = False
     is_optimizer: bool = False
 
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The annotated class-level names, in order: the constructor's parameters of a dataclass
+        or NamedTuple."""
+        return tuple(s.body[0].target.value for s in _block(self.node.body)
+                     if isinstance(s, cst.SimpleStatementLine) and isinstance(s.body[0], cst.AnnAssign)
+                     and isinstance(s.body[0].target, cst.Name))
+
 
 @dataclasses.dataclass
 class Program:

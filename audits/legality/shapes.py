@@ -124,15 +124,17 @@ def mentions(expr: cst.BaseExpression, spelled: str) -> bool:
     return False
 
 
-def piece_table_loop(loop: cst.For) -> dict | None:
+def piece_table_loop(loop: cst.For, literal) -> dict | None:
     """A loop over token ids that builds a bytes-per-token table from tokenizer pieces: which of
-    the three cases (byte-fallback pieces, the leading-space marker, plain pieces) it handles."""
+    the three cases (byte-fallback pieces, the leading-space marker, plain pieces) it handles.
+    `literal` gives the string a module-level name stands for (`SPACE = "\\u2581"`)."""
     calls = m.findall(loop.body, m.Call(func=m.Attribute(attr=m.Name())))
     methods = {call.func.attr.value for call in calls}
     if not methods & apis.PIECE_METHODS or "encode" not in methods:
         return None
-    strings = {s.evaluated_value for s in m.findall(loop.body, m.SimpleString())
-               if isinstance(s.evaluated_value, str)}
+    nodes = [literal(n) for n in m.findall(loop.body, m.SimpleString() | m.Name())]
+    strings = {n.evaluated_value for n in nodes
+               if isinstance(n, cst.SimpleString) and isinstance(n.evaluated_value, str)}
     return {
         "byte_fallback": "is_byte" in methods or any(s.startswith("<0x") for s in strings),
         "leading_space": any("\u2581" in s for s in strings),
