@@ -37,7 +37,8 @@ def checked(rule: catalogue.Rule, options: AuditOptions) -> bool:
 
 
 def rule_results(report: SubmissionReport, options: AuditOptions) -> dict[str, str]:
-    """Every catalogue rule, in catalogue order: fail, warn, waived, pass or not checked."""
+    """Every catalogue rule, in catalogue order: fail, warn, waived, pass or not checked (no check
+    in this version, deselected, or a check that said it could not decide)."""
     results = {}
     for rule in catalogue.RULES:
         findings = [f for f in report.findings if f.rule == rule.id]
@@ -46,6 +47,8 @@ def rule_results(report: SubmissionReport, options: AuditOptions) -> dict[str, s
             results[rule.id] = _BY_SEVERITY[max(f.severity for f in active)]
         elif any(f.waived for f in findings):
             results[rule.id] = "waived"
+        elif any(f.unchecked for f in findings):
+            results[rule.id] = "not checked"
         elif checked(rule, options):
             results[rule.id] = "pass"
         else:

@@ -33,7 +33,7 @@ def layout_not_single_folder(sub, options):
     """
     if sub.changes is None:
         yield found("LAYOUT_NOT_SINGLE_FOLDER", "the change was not checked (no --base given)",
-                    severity=Severity.INFO,
+                    severity=Severity.INFO, unchecked=True,
                     hint="Run `pgolf audit REPO --base main` on a checkout to check the PR's layout.")
         return
     folders = sorted({_folder_of(path) for status, path in sub.changes if status == "A" and _folder_of(path)})

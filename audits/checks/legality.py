@@ -17,12 +17,12 @@ def findings(sub, rule: str):
     result = legality.analyse(sub)
     for rel in result.unparsed:
         yield found(rule, f"{rel} was not checked: it does not parse", severity=Severity.INFO,
-                    file=rel)
+                    file=rel, unchecked=True)
     for rel, script in sorted(sub.scripts.items()):
         parsed = result.scripts.get(rel)
         if script.unwrapped is None and parsed is not None and _is_wrapper(parsed):
             yield found(rule, f"{rel} is a self-extracting wrapper whose code was not unwrapped, so "
-                        "it was not checked", severity=Severity.INFO, file=rel)
+                        "it was not checked", severity=Severity.INFO, file=rel, unchecked=True)
     for verdict in sorted(result.of(rule), key=_order):
         yield _finding(sub, result, verdict)
 
