@@ -25,6 +25,10 @@ class Baseline:
     label: str
 
 
+# Rules that run only when asked for, by the option that asks (they cost seconds of CPU).
+OPT_IN = {"EVAL_CAUSALITY_PROBE": "probe"}
+
+
 @dataclasses.dataclass(frozen=True)
 class AuditOptions:
     target_python: tuple[int, int] = DEFAULT_PYTHON
@@ -38,8 +42,11 @@ class AuditOptions:
     base_ref: str | None = None
     smoke: bool = False
     smoke_forward: bool = False
+    probe: bool = False  # run the causality probes on pgolf's own evaluation (--probe)
 
     def selected(self, rule_id: str) -> bool:
+        if rule_id in OPT_IN and not getattr(self, OPT_IN[rule_id]):
+            return False
         if self.only and rule_id not in self.only:
             return False
         return rule_id not in self.skip

@@ -92,10 +92,14 @@ def _baseline(bpb: str | None, run_logs: tuple[str, ...]) -> Baseline | None:
 @click.option("--smoke-forward", is_flag=True,
               help="With the smoke import, also build the model with tiny shapes and run one forward "
                    "pass (reported, never failed on).")
+@click.option("--probe", is_flag=True,
+              help="Run the causality probes on pgolf's own evaluation (CPU, seconds) for folders "
+                   "that ship this pgolf version's bundle; the folder's code is never run.")
 @click.option("--list-rules", is_flag=True, help="List every rule and exit.")
 @click.option("--explain", metavar="RULE", help="Explain one rule and exit.")
 def audit_command(paths, fmt, output, strict, only, skip, waive, waiver_files, python, base,
-                  baseline_bpb, baseline_run, p_threshold, smoke, smoke_forward, list_rules, explain):
+                  baseline_bpb, baseline_run, p_threshold, smoke, smoke_forward, probe, list_rules,
+                  explain):
     """Check records folders (or a PR's change, with --base) against every rule.
 
     \b
@@ -127,7 +131,7 @@ def audit_command(paths, fmt, output, strict, only, skip, waive, waiver_files, p
         python_origin="--python" if python else AuditOptions.python_origin,
         only=only, skip=skip, strict=strict, waivers=waivers,
         baseline=_baseline(baseline_bpb, baseline_run), p_threshold=p_threshold,
-        base_ref=base, smoke=smoke, smoke_forward=smoke_forward)
+        base_ref=base, smoke=smoke, smoke_forward=smoke_forward, probe=probe)
     try:
         report = api.audit(paths, options)
     except InputError as exc:

@@ -1,0 +1,83 @@
+"""EVAL_CAUSALITY_PROBE: run pgolf's own evaluation with altered tokens (`pgolf audit --probe`)."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+
+from audits.findings import Severity
+from audits.registry import check, found
+from audits.submission import ENTRY_SCRIPT
+
+
+@functools.lru_cache(maxsize=1)
+def bundle_hashes() -> dict[str, str]:
+    """sha256 -> description of the train_gpt.py this pgolf version builds, raw and in its
+    compact self-extracting form (what `pgolf package` may ship)."""
+    from pgolf_cli.bundle import build_bundle  # the bundler of `pgolf train`
+    from trainer.codesize import compact_form
+    source = build_bundle()
+    return {hashlib.sha256(source.encode()).hexdigest(): "the bundle",
+            hashlib.sha256(compact_form(source).encode()).hexdigest(): "the bundle's compact form"}
+
+
+@functools.lru_cache(maxsize=1)
+def probe_results() -> tuple:
+    """The probes on pgolf's installed evaluation with a tiny random model (a few seconds, CPU).
+    They do not depend on the audited folder, so one run serves every folder of an audit."""
+    from trainer.probe import self_probe
+    return tuple(self_probe())
+
+
+@check("EVAL_CAUSALITY_PROBE")
+def eval_causality_probe(sub, options):
+    """What it checks: only with `--probe`, and only for a folder whose train_gpt.py is the bundle this
+    pgolf version builds (same sha256, raw or compact form), pgolf runs its own installed
+    evaluation (standard, sliding-window and score-first TTT phases, after a quantized artifact
+    roundtrip) on a tiny random model, then again with tokens altered. C1: replacing every token
+    after t leaves every loss of targets up to t unchanged. C3: replacing token t leaves earlier
+    losses unchanged and target t is scored from exactly the distribution of the unaltered run
+    (nothing trained on x_t first). C4: every position is scored once, and training uses only
+    positions already scored. The folder's code is never executed: only its hash is read.
+
+    Why it matters: issue #1017's conditions are about what the evaluation computes, and a
+    dynamic probe shows it directly; PR #1240 proved SLOT illegal with the same altered-token
+    test. Reviewers cannot run a submission's 10-minute evaluation, but can run this in seconds.
+
+    Illegal: a TTT loop that trains on a chunk before scoring it (C3 fails: the distribution at t
+    changes when x_t changes); a second scoring pass (C4); a model that attends to later tokens
+    in its window (C1).
+
+    Legal: pgolf's own score-first TTT: each chunk scored under no_grad, then trained on, the
+    last chunk never trained on.
+
+    Known limits: the probe vouches for pgolf's evaluation code at this version only; a folder
+    with any other script is reported as not probed (INFO). The tiny model stands in for the
+    trained one: the legality of the procedure does not depend on the weights.
+    """
+    script = sub.entry_script
+    if script is None or not script.data:
+        yield found("EVAL_CAUSALITY_PROBE", f"no readable {ENTRY_SCRIPT}: the probes were not run",
+                    severity=Severity.INFO, unchecked=True)
+        return
+    shipped = hashlib.sha256(script.data).hexdigest()
+    known = bundle_hashes()
+    if shipped not in known:
+        yield found("EVAL_CAUSALITY_PROBE", f"{ENTRY_SCRIPT} is not the bundle this pgolf version "
+                    "builds: the probes vouch only for pgolf's own evaluation, so they were not run",
+                    severity=Severity.INFO, unchecked=True, file=ENTRY_SCRIPT,
+                    evidence=f"sha256 {shipped[:16]}",
+                    hint="Probe a folder made by `pgolf package` with this pgolf version.")
+        return
+    results = probe_results()
+    failed = [r for r in results if not r.ok]
+    for r in failed:
+        yield found("EVAL_CAUSALITY_PROBE", f"{r.condition} fails in the {r.phase} phase: {r.detail}",
+                    file=ENTRY_SCRIPT,
+                    evidence=f"{known[shipped]} of this pgolf (sha256 {shipped[:16]})",
+                    hint="A bug in pgolf's evaluation: report it; do not submit with this version.")
+    if not failed:
+        phases = sorted({r.phase for r in results})
+        yield found("EVAL_CAUSALITY_PROBE", f"{len(results)} probes passed (C1, C3, C4 on "
+                    f"{', '.join(phases)})", severity=Severity.INFO, file=ENTRY_SCRIPT,
+                    evidence=f"{known[shipped]} of this pgolf (sha256 {shipped[:16]})")

@@ -1,0 +1,83 @@
+"""`pgolf audit --probe`: runs pgolf's own probes only for folders that ship pgolf's bundle."""
+
+import hashlib
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from audits.checks import probe as probe_check
+from pgolf_cli.main import cli
+from trainer.probe import ProbeResult
+
+BUNDLE = "print('the bundle pgolf builds')\n"
+
+
+def _folder(tmp_path, script: str):
+    folder = tmp_path / "records" / "track_10min_16mb" / "2026-05-01_Probe"
+    folder.mkdir(parents=True)
+    (folder / "train_gpt.py").write_text(script)
+    return folder
+
+
+@pytest.fixture
+def seams(monkeypatch):
+    """The bundler and the probe runner are other components: stand in for them, and count
+    how often the probes run."""
+    runs = []
+
+    def results():
+        runs.append(1)
+        return tuple(runs_result)
+
+    runs_result = [ProbeResult(c, p, True, "ok") for c in ("C1", "C3", "C4")
+                   for p in ("quantized", "quantized_ttt")]
+    monkeypatch.setattr(probe_check, "bundle_hashes",
+                        lambda: {hashlib.sha256(BUNDLE.encode()).hexdigest(): "the bundle"})
+    monkeypatch.setattr(probe_check, "probe_results", results)
+    return runs, runs_result
+
+
+def _audit(folder, *extra):
+    result = CliRunner().invoke(cli, ["audit", str(folder), "--format", "json", "--only",
+                                      "EVAL_CAUSALITY_PROBE", *extra])
+    return result.exit_code, json.loads(result.output)["submissions"][0]["findings"]
+
+
+def test_without_the_flag_nothing_runs(tmp_path, seams):
+    code, findings = _audit(_folder(tmp_path, BUNDLE))
+    assert code == 0 and findings == [] and seams[0] == []
+
+
+def test_the_bundle_is_probed_and_passes(tmp_path, seams):
+    code, findings = _audit(_folder(tmp_path, BUNDLE), "--probe")
+    assert code == 0 and len(seams[0]) == 1
+    assert [f["severity"] for f in findings] == ["INFO"]
+    assert "6 probes passed (C1, C3, C4 on quantized, quantized_ttt)" in findings[0]["message"]
+
+
+def test_another_script_is_not_run_and_not_probed(tmp_path, seams):
+    code, findings = _audit(_folder(tmp_path, "import os\nos.system('touch PWNED')\n"), "--probe")
+    assert code == 0 and seams[0] == []
+    assert "not the bundle this pgolf version builds" in findings[0]["message"]
+    assert findings[0]["unchecked"]  # so compliance summaries say "not checked", never "pass"
+    assert not (tmp_path / "PWNED").exists()
+
+
+def test_a_failed_probe_is_a_fail_finding(tmp_path, seams):
+    seams[1][2] = ProbeResult("C3", "quantized_ttt", False, "token 100 replaced: ...")
+    code, findings = _audit(_folder(tmp_path, BUNDLE), "--probe")
+    assert code == 1
+    assert [(f["severity"], f["rule"]) for f in findings] == [("FAIL", "EVAL_CAUSALITY_PROBE")]
+    assert findings[0]["message"].startswith("C3 fails in the quantized_ttt phase")
+
+
+def test_a_folder_shipping_this_pgolf_bundle_is_really_probed(tmp_path):
+    """No stand-ins: the bundle `pgolf train` would write, and the probes on pgolf's own code."""
+    from pgolf_cli.bundle import build_bundle
+    probe_check.probe_results.cache_clear()
+    code, findings = _audit(_folder(tmp_path, build_bundle()), "--probe")
+    assert code == 0, findings
+    assert [f["severity"] for f in findings] == ["INFO"]
+    assert "21 probes passed (C1, C3, C4 on quantized, quantized_sliding_window, quantized_ttt)" \
+        in findings[0]["message"]

@@ -1,0 +1,111 @@
+import lzma
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainer import compress, quant
+from tinylm import tiny_model
+
+
+def _quantized():
+    q = quant.quantize_state_dict(tiny_model().state_dict(), {}, embeddings={"tok_emb.weight"},
+                                  matrix_bits=6, embed_bits=8, matrix_clip_sigmas=12.85,
+                                  embed_clip_sigmas=20.0)
+    q["odd.bf16"] = torch.randn(5, 3).to(torch.bfloat16)
+    q["odd.scalar"] = torch.tensor(2.5)
+    q["odd.mask"] = torch.tensor([True, False, True])
+    q["odd.count"] = torch.tensor([1, 2, 3], dtype=torch.int64)
+    q["odd.empty"] = torch.empty(0, 4, dtype=torch.float16)
+    return q
+
+
+def _same(a, b):
+    assert list(a) == list(b)
+    for name in a:
+        x, y = a[name], b[name]
+        if isinstance(x, quant.QTensor):
+            assert torch.equal(x.q, y.q) and torch.equal(x.scale, y.scale) and x.bits == y.bits
+        else:
+            assert x.dtype == y.dtype and x.shape == y.shape and torch.equal(x, y)
+
+
+@given(st.binary(max_size=64).map(lambda b: b[: len(b) // 4 * 4]), st.sampled_from([1, 2, 4]))
+@settings(max_examples=50, deadline=None)
+def test_unshuffle_inverts_shuffle(data, width):
+    assert compress.byte_unshuffle(compress.byte_shuffle(data, width), width) == data
+
+
+def test_container_roundtrip_is_bit_exact():
+    q = _quantized()
+    _same(q, compress.unpack_tensors(compress.pack_tensors(q)))
+
+
+@pytest.mark.parametrize("method", ["brotli", "lzma"])
+def test_artifact_roundtrip_through_a_file_is_bit_exact(tmp_path, method):
+    q = _quantized()
+    path = tmp_path / "model.pga"
+    compress.write_atomic(path, compress.compress_artifact(compress.pack_tensors(q), method))
+    _same(q, compress.read_artifact(path))
+    assert [p.name for p in tmp_path.iterdir()] == ["model.pga"]  # no temporary left behind
+
+
+def test_byte_shuffle_makes_fp16_weights_smaller():
+    half = (torch.randn(200_000) * 0.02).to(torch.float16).numpy().tobytes()
+    plain = len(lzma.compress(half))
+    shuffled = len(lzma.compress(compress.byte_shuffle(half, 2)))
+    assert shuffled < 0.95 * plain
+
+
+def test_both_methods_are_reported_and_each_reads_back(tmp_path):
+    q = _quantized()
+    built = compress.compress_all(compress.pack_tensors(q))
+    assert set(built) == {"brotli", "lzma"}
+    for method, (data, seconds) in built.items():
+        assert isinstance(data, bytes) and seconds > 0
+        _same(q, compress.unpack_tensors(compress.decompress_artifact(data)))
+
+
+def test_a_missing_brotli_is_found_before_any_work(monkeypatch):
+    monkeypatch.setattr(compress, "find_spec", lambda name: None)
+    with pytest.raises(compress.CompressorUnavailable, match="pip install brotli, or set COMPRESSOR"):
+        compress.require_compressor("brotli")
+    compress.require_compressor("lzma")
+
+
+@pytest.fixture(scope="module")
+def brotli_artifact():
+    return compress.compress_artifact(compress.pack_tensors(_quantized()), "brotli")
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "empty", "other_file", "bad_method"])
+def test_damaged_artifacts_give_one_clear_line(tmp_path, damage, brotli_artifact):
+    data = bytearray(brotli_artifact)
+    if damage == "flip":
+        data[len(data) // 2] ^= 0xFF
+    elif damage == "truncate":
+        data = data[: len(data) - 1000]
+    elif damage == "empty":
+        data = bytearray()
+    elif damage == "other_file":
+        data = bytearray(b"PK\x03\x04 a zip, not an artifact")
+    elif damage == "bad_method":
+        data[4] = 9
+    path = tmp_path / "model.pga"
+    path.write_bytes(bytes(data))
+    with pytest.raises(compress.ArtifactError) as info:
+        compress.read_artifact(path)
+    message = str(info.value)
+    assert "\n" not in message and message.startswith(str(path))
+
+
+def test_missing_artifact_is_one_line(tmp_path):
+    with pytest.raises(compress.ArtifactError, match="cannot read the artifact"):
+        compress.read_artifact(tmp_path / "absent.pga")
+
+
+def test_a_failed_write_leaves_nothing(tmp_path):
+    with pytest.raises(OSError):
+        compress.write_atomic(tmp_path / "no_such_dir" / "model.pga", b"x")
+    assert list(tmp_path.iterdir()) == []

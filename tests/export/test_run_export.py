@@ -1,0 +1,71 @@
+"""The export as the run loop calls it: a tiny CPU run of the trainer's entry point, end to end."""
+
+import re
+
+import pytest
+import torch
+
+import trainer.artifact
+from audits.logparse import parse_log
+from trainer import main as entry
+from trainer.compress import read_artifact
+from trainer_support import make_data_dir
+
+# The tiny preset, widened so the MLP matrices and the embedding are quantized (over 65,536
+# weights each) and GPTQ runs on Hessians from the run's training batches.
+SETTINGS = {"PRESET": "tiny", "MODEL_DIM": "136", "ITERATIONS": "6", "WARMUP_STEPS": "1"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """The tiny run is fastest on one thread (and avoids stalls on small shared machines)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    return make_data_dir(tmp_path_factory.mktemp("data"))
+
+
+def _run(monkeypatch, data_dir, out):
+    for name, value in {**SETTINGS, "DATA_DIR": str(data_dir), "OUT_DIR": str(out)}.items():
+        monkeypatch.setenv(name, value)
+    entry.main()
+    return (out / "train.log").read_text()
+
+
+def test_a_run_ends_with_the_artifact_and_its_scores(monkeypatch, data_dir, tmp_path):
+    text = _run(monkeypatch, data_dir, tmp_path)
+    log = parse_log(text)
+    assert re.search(r"^GPTQ:collected 13 Hessians in [\d.]+s \(4 batches; no wallclock budget\)$",
+                     text, re.M)
+    assert re.search(r"^  gptq int6: blocks\.N\.mlp\.fc\.weight, blocks\.N\.mlp\.proj\.weight$",
+                     text, re.M)
+    assert re.search(r"^  gptq int8: tok_emb\.weight$", text, re.M)
+    assert re.search(r"^code: counted from the \d+ trainer modules loaded", text, re.M)
+    assert (tmp_path / "final_model.pga").stat().st_size == log.model_bytes.value
+    stored = read_artifact(tmp_path / "final_model.pga")
+    assert {"tok_emb.weight", "blocks.0.mlp.fc.weight"} <= set(stored)
+    assert [m.name for m in log.metrics if m.kind == "scored"] == [
+        "quantized", "quantized_exact", "quantized_sliding_window", "quantized_sliding_window_exact",
+        "quantized_ttt", "quantized_ttt_exact"]
+    bpb = {m.name: m.val_bpb for m in log.metrics}
+    assert abs(bpb["quantized_exact"] - bpb["pre-quantization"]) < 0.02  # int6 GPTQ: a small gap
+    assert bpb["quantized_ttt_exact"] < bpb["quantized_sliding_window_exact"]  # a barely trained
+    # model learns from the chunks it has scored
+    assert log.total_eval_time_ms is not None
+
+
+def test_over_the_cap_the_run_stops_in_one_line_with_nothing_written(monkeypatch, data_dir, tmp_path,
+                                                                    capsys):
+    monkeypatch.setattr(trainer.artifact, "CAP_BYTES", 100_000)
+    with pytest.raises(SystemExit) as info:
+        _run(monkeypatch, data_dir, tmp_path)
+    assert info.value.code == 2  # bad input: one line, as every TrainerError
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and re.match(r"train_gpt: total [\d,]+ bytes is [\d,]+ over the 100,000-byte "
+                                      r"cap; nothing was written", err[0])
+    assert not (tmp_path / "final_model.pga").exists()

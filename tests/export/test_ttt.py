@@ -1,0 +1,92 @@
+import pytest
+import torch
+
+from trainer import sliding, ttt
+from tinylm import byte_table, markov_tokens, tiny_model
+
+SETTINGS = dict(seq_len=32, stride=8, batch_windows=4, chunk_tokens=64, epochs=2, lr=0.05,
+                momentum=0.9, grad_clip=1.0, batch_seqs=2)
+
+
+def _run(tokens, trace=None, lines=None, **overrides):
+    model = tiny_model()
+    args = {**SETTINGS, **overrides}
+    out = ttt.eval_ttt(model, tokens, byte_table(), log=(lines.append if lines is not None else
+                                                         lambda s: None), trace=trace, **args)
+    return out, model
+
+
+def test_chunks_and_cosine_schedule():
+    assert ttt.chunk_bounds(130, 64) == [(0, 64), (64, 128), (128, 130)]
+    assert ttt.cosine_lr(0.1, 0, 5) == 0.1 and ttt.cosine_lr(0.1, 4, 5) == pytest.approx(0.0)
+    assert ttt.cosine_lr(0.1, 2, 5) == pytest.approx(0.05)
+
+
+def test_first_chunk_is_scored_by_the_unadapted_model_and_the_last_is_never_trained():
+    tokens = markov_tokens(321)
+    trace, lines = sliding.Trace.for_stream(321), []
+    _run(tokens, trace, lines)
+    plain = sliding.Trace.for_stream(321)
+    sliding.eval_stream(tiny_model(), tokens, byte_table(), seq_len=32, stride=8, batch_windows=4,
+                        trace=plain)
+    assert torch.equal(trace.nll[:64], plain.nll[:64])  # nothing learned before chunk 1 is scored
+    assert not torch.equal(trace.nll[64:], plain.nll[64:])  # later chunks see adapted weights
+    trains = [(lo, hi) for kind, lo, hi in trace.events if kind == "train"]
+    assert len(trains) == len(ttt.chunk_bounds(320, 64)) - 1 and trains[-1][1] <= 256
+    assert (trace.times_scored == 1).all()
+    assert lines[0].startswith("ttt:start chunks=5 ") and lines[-1].startswith("ttt:chunk 5/5 ")
+
+
+def test_ttt_lowers_the_loss_on_a_learnable_stream():
+    tokens = markov_tokens(1025)
+    (ttt_loss, _), _ = _run(tokens, chunk_tokens=128, epochs=3, lr=0.1)
+    plain_loss, _ = sliding.eval_stream(tiny_model(), tokens, byte_table(), seq_len=32, stride=8,
+                                        batch_windows=4)
+    assert ttt_loss < plain_loss - 0.1
+
+
+def test_zero_epochs_is_the_sliding_evaluation():
+    tokens = markov_tokens(321)
+    (loss, bpb), _ = _run(tokens, epochs=0)
+    assert (loss, bpb) == pytest.approx(sliding.eval_stream(
+        tiny_model(), tokens, byte_table(), seq_len=32, stride=8, batch_windows=4), rel=1e-9)
+
+
+def _two_rank_worker(rank, path, queue):
+    import traceback
+
+    import torch.distributed as dist
+    try:
+        dist.init_process_group("gloo", init_method=f"file://{path}", rank=rank, world_size=2)
+        torch.set_num_threads(1)
+        tokens = markov_tokens(321)
+        plain = sliding.eval_stream(tiny_model(), tokens, byte_table(), seq_len=32, stride=8,
+                                    batch_windows=4)
+        (loss, bpb), model = _run(tokens, batch_seqs=3)
+        queue.put((rank, plain, (loss, bpb), model.tok_emb.weight.sum().item()))
+        dist.destroy_process_group()
+    except BaseException:
+        queue.put((rank, traceback.format_exc(), None, None))
+        raise
+
+
+def test_two_ranks_agree_with_one(tmp_path):
+    import torch.multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_two_rank_worker, args=(r, tmp_path / "rdzv", queue)) for r in (0, 1)]
+    for p in procs:
+        p.start()
+    results = sorted(queue.get(timeout=600) for _ in procs)  # before join: a full pipe blocks exit
+    for p in procs:
+        p.join(timeout=60)
+    assert [p.exitcode for p in procs] == [0, 0], results
+    tokens = markov_tokens(321)
+    plain = sliding.eval_stream(tiny_model(), tokens, byte_table(), seq_len=32, stride=8,
+                                batch_windows=4)
+    (loss, bpb), model = _run(tokens, batch_seqs=3)
+    for _, r_plain, r_ttt, emb_sum in results:
+        assert r_plain == pytest.approx(plain, rel=1e-9)
+        assert r_ttt == pytest.approx((loss, bpb), rel=1e-4)
+        assert emb_sum == pytest.approx(model.tok_emb.weight.sum().item(), rel=1e-4, abs=1e-4)
+    assert results[0][2] == results[1][2]  # every rank reports the same all-reduced figure

@@ -1,0 +1,153 @@
+"""Code bytes the way merged records count them: minify, compress, wrap in a self-extracting stub.
+
+Shared by the trainer (the `Code size (compressed)` log line, computed inside the single-file
+bundle, which cannot import pgolf) and the audit (`audits.codesize`), so both always agree.
+Standard library only.
+
+The minifier works on tokens, never on the syntax tree, so it cannot rewrite an expression into a
+form the target Python does not accept (a tree-based minifier run on 3.12 turns `f"{', '.join(x)}"`
+into `f"{", ".join(x)}"`, which 3.10 rejects). It drops comments, docstrings and blank lines,
+indents with one space, and joins the tokens of each logical line with the fewest spaces that keep
+them apart. f-strings are copied from the source verbatim.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import lzma
+import token
+import tokenize
+
+WRAPPER_HEAD = 'import lzma as L,base64 as B\nexec(L.decompress(B.b85decode("'
+WRAPPER_TAIL = '"),format=L.FORMAT_RAW,filters=[{"id":L.FILTER_LZMA2}]))\n'
+_LZMA_FILTERS = [{"id": lzma.FILTER_LZMA2, "preset": 9 | lzma.PRESET_EXTREME}]
+
+_SKIP = {token.COMMENT, token.NL, token.ENCODING, token.ENDMARKER}
+_FSTRING_START = getattr(token, "FSTRING_START", None)
+_FSTRING_END = getattr(token, "FSTRING_END", None)
+
+
+class MinifyError(ValueError):
+    """The source does not tokenize on this Python; the caller falls back to the raw text."""
+
+
+def minify(source: str) -> str:
+    """Source with comments, docstrings and redundant whitespace removed; same program."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError) as exc:
+        raise MinifyError(str(exc)) from exc
+    bad = next((t for t in tokens if t.type == token.ERRORTOKEN and t.string.strip()), None)
+    if bad is not None:
+        raise MinifyError(f"cannot tokenize {bad.string!r} at line {bad.start[0]}")
+    lines = source.splitlines(keepends=True)
+    out: list[str] = []
+    depth = 0
+    line_parts: list[str] = []
+    prev: tokenize.TokenInfo | None = None
+    at_statement_start = True
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.type == token.INDENT:
+            depth += 1
+        elif tok.type == token.DEDENT:
+            depth -= 1
+        elif tok.type == token.NEWLINE:
+            if line_parts:
+                out.append(" " * depth + "".join(line_parts) + "\n")
+            line_parts, prev, at_statement_start = [], None, True
+        elif tok.type in _SKIP:
+            pass
+        elif at_statement_start and tok.type == token.STRING and _is_bare_string(tokens, i):
+            # A docstring or other string statement: drop it, keep the block non-empty.
+            i = _skip_statement(tokens, i)
+            if _block_would_be_empty(tokens, i):
+                out.append(" " * depth + "pass\n")
+            continue
+        else:
+            if tok.type == _FSTRING_START:
+                end = _fstring_end(tokens, i)
+                text = _slice(lines, tok.start, tokens[end].end)
+                tok_for_spacing = tokenize.TokenInfo(token.STRING, text, tok.start, tokens[end].end, tok.line)
+                i = end
+            else:
+                text, tok_for_spacing = tok.string, tok
+            if prev is not None and _needs_space(prev, tok_for_spacing):
+                line_parts.append(" ")
+            line_parts.append(text)
+            prev = tok_for_spacing
+            at_statement_start = False
+        i += 1
+    return "".join(out)
+
+
+def _slice(lines: list[str], start: tuple[int, int], end: tuple[int, int]) -> str:
+    (r0, c0), (r1, c1) = start, end
+    if r0 == r1:
+        return lines[r0 - 1][c0:c1]
+    return lines[r0 - 1][c0:] + "".join(lines[r0:r1 - 1]) + lines[r1 - 1][:c1]
+
+
+def _fstring_end(tokens: list[tokenize.TokenInfo], i: int) -> int:
+    depth = 0
+    for j in range(i, len(tokens)):
+        if tokens[j].type == _FSTRING_START:
+            depth += 1
+        elif tokens[j].type == _FSTRING_END:
+            depth -= 1
+            if depth == 0:
+                return j
+    raise MinifyError("unterminated f-string")
+
+
+def _is_bare_string(tokens: list[tokenize.TokenInfo], i: int) -> bool:
+    """A statement made only of (implicitly concatenated) string literals."""
+    j = i
+    while j < len(tokens) and tokens[j].type in (token.STRING, token.NL, token.COMMENT):
+        j += 1
+    return j < len(tokens) and tokens[j].type in (token.NEWLINE, token.ENDMARKER)
+
+
+def _skip_statement(tokens: list[tokenize.TokenInfo], i: int) -> int:
+    while tokens[i].type != token.NEWLINE:
+        i += 1
+    return i + 1
+
+
+def _block_would_be_empty(tokens: list[tokenize.TokenInfo], i: int) -> bool:
+    """After dropping a docstring: does its block have nothing else (next token closes it)?"""
+    while i < len(tokens) and tokens[i].type in (token.NL, token.COMMENT):
+        i += 1
+    return i >= len(tokens) or tokens[i].type in (token.DEDENT, token.ENDMARKER)
+
+
+def _word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_" or ord(ch) > 127
+
+
+def _needs_space(prev: tokenize.TokenInfo, tok: tokenize.TokenInfo) -> bool:
+    left, right = prev.string[-1], tok.string[0]
+    if _word_char(left) and _word_char(right):
+        return True
+    if prev.type == token.NUMBER and (right == "." or _word_char(right)):
+        return True
+    # `x = -1` style operators never merge into a different token except these pairs.
+    return (prev.type == token.OP and tok.type == token.OP
+            and (prev.string + tok.string)[:2] in {"**", "//", "<<", ">>", "==", "->", "<=", ">=", "!="})
+
+
+def wrap(source: str) -> str:
+    """A one-file self-extracting script that runs `source`: lzma (raw LZMA2) + base85."""
+    packed = lzma.compress(source.encode("utf-8"), format=lzma.FORMAT_RAW, filters=_LZMA_FILTERS)
+    return WRAPPER_HEAD + base64.b85encode(packed).decode("ascii") + WRAPPER_TAIL
+
+
+def compact_form(source: str) -> str:
+    """The smallest self-extracting form pgolf builds: minified when the source tokenizes here."""
+    try:
+        body = minify(source)
+    except MinifyError:
+        body = source
+    return wrap(body)

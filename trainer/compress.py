@@ -1,0 +1,218 @@
+"""The artifact: quantized tensors in a compact container, byte-shuffled, then brotli-11 or lzma.
+
+Container (`pack`): b"PGQ1", a little-endian u32 header length, a JSON header listing every tensor
+(name, kind, dtype, shape, bits) in order, then one section per element width (1, 2, 4, 8 bytes)
+holding the tensors' bytes in header order. A quantized matrix puts its int8 levels in the 1-byte
+section and its fp16 row scales in the 2-byte section. Each section is byte-shuffled with its
+element width as the stride: the k-th byte of every element is stored together, so the
+repetitive sign/exponent bytes of fp16 values form long runs (byte shuffle + brotli: PR #1089).
+
+Artifact (`seal`): b"PGA1", a method byte (1 brotli, 2 lzma), the CRC-32 and length of the
+container, then the compressed container. Any damage is reported as one ArtifactError line.
+"""
+
+from __future__ import annotations
+
+import json
+import lzma
+import os
+import struct
+import time
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from importlib.util import find_spec
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from trainer.quant import QTensor
+
+CONTAINER_MAGIC = b"PGQ1"
+ARTIFACT_MAGIC = b"PGA1"
+_PREFIX = struct.Struct("<4sBII")  # magic, method, crc32, container length
+METHODS = {"brotli": 1, "lzma": 2}
+_WIDTHS = (1, 2, 4, 8)
+_DTYPES = {str(d)[6:]: d for d in (torch.int8, torch.uint8, torch.bool, torch.float16, torch.bfloat16,
+                                   torch.int16, torch.float32, torch.int32, torch.float64, torch.int64)}
+BROTLI_WINDOW = 24  # the largest window (16 MiB): the whole model fits in one window
+
+
+class ArtifactError(ValueError):
+    """An artifact that cannot be read back; the message is one line naming the file and why."""
+
+
+class CompressorUnavailable(ValueError):
+    """COMPRESSOR names a method whose library is not installed."""
+
+
+def byte_shuffle(data: bytes, width: int) -> bytes:
+    """Group byte k of every `width`-byte element together (k = 0..width-1)."""
+    if width == 1:
+        return data
+    return np.frombuffer(data, dtype=np.uint8).reshape(-1, width).T.tobytes()
+
+
+def byte_unshuffle(data: bytes, width: int) -> bytes:
+    if width == 1:
+        return data
+    return np.frombuffer(data, dtype=np.uint8).reshape(width, -1).T.tobytes()
+
+
+def _raw(t: Tensor) -> bytes:
+    return t.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+
+
+def pack_tensors(quantized: dict[str, QTensor | Tensor]) -> bytes:
+    """The container bytes for a quantized state dict (see the module docstring)."""
+    header, sections = [], {w: [] for w in _WIDTHS}
+    for name, v in quantized.items():
+        if isinstance(v, QTensor):
+            header.append([name, "q", "int8", list(v.q.shape), v.bits])
+            sections[1].append(_raw(v.q))
+            sections[2].append(_raw(v.scale.to(torch.float16)))
+        else:
+            header.append([name, "raw", str(v.dtype)[6:], list(v.shape), 0])
+            sections[v.element_size()].append(_raw(v))
+    head = json.dumps({"tensors": header}, separators=(",", ":")).encode()
+    body = [byte_shuffle(b"".join(sections[w]), w) for w in _WIDTHS]
+    sizes = struct.pack("<4Q", *(len(b) for b in body))
+    return CONTAINER_MAGIC + struct.pack("<I", len(head)) + head + sizes + b"".join(body)
+
+
+def unpack_tensors(blob: bytes) -> dict[str, QTensor | Tensor]:
+    """Inverse of `pack`. Raises ArtifactError on anything inconsistent."""
+    try:
+        if blob[:4] != CONTAINER_MAGIC:
+            raise ArtifactError("not a pgolf tensor container")
+        (head_len,) = struct.unpack_from("<I", blob, 4)
+        header = json.loads(blob[8:8 + head_len])["tensors"]
+        sizes = struct.unpack_from("<4Q", blob, 8 + head_len)
+        offset = 8 + head_len + 32
+        if offset + sum(sizes) != len(blob):
+            raise ArtifactError("section sizes do not add up to the container's length")
+        sections = {}
+        for width, size in zip(_WIDTHS, sizes):
+            sections[width] = memoryview(byte_unshuffle(blob[offset:offset + size], width))
+            offset += size
+        return _read_tensors(header, sections)
+    except (struct.error, ValueError, KeyError, TypeError, IndexError, RuntimeError) as exc:
+        if isinstance(exc, ArtifactError):
+            raise
+        raise ArtifactError(f"malformed container ({type(exc).__name__}: {exc})") from None
+
+
+def _read_tensors(header: list, sections: dict[int, memoryview]) -> dict[str, QTensor | Tensor]:
+    cursor = {w: 0 for w in _WIDTHS}
+
+    def take(dtype: torch.dtype, shape: list[int]) -> Tensor:
+        width = torch.empty((), dtype=dtype).element_size()
+        n = int(np.prod(shape, dtype=np.int64)) * width
+        start = cursor[width]
+        if start + n > len(sections[width]):
+            raise ArtifactError("a tensor runs past the end of its section")
+        cursor[width] = start + n
+        data = bytearray(sections[width][start:start + n])
+        return torch.frombuffer(data, dtype=torch.uint8).view(dtype).reshape(shape) if n else \
+            torch.empty(shape, dtype=dtype)
+
+    out: dict[str, QTensor | Tensor] = {}
+    for name, kind, dtype, shape, bits in header:
+        if kind == "q":
+            out[name] = QTensor(take(torch.int8, shape), take(torch.float16, shape[:1]), bits, "stored")
+        elif kind == "raw":
+            out[name] = take(_DTYPES[dtype], shape)
+        else:
+            raise ArtifactError(f"unknown tensor kind {kind!r}")
+    if any(cursor[w] != len(sections[w]) for w in _WIDTHS):
+        raise ArtifactError("sections hold bytes no tensor uses")
+    return out
+
+
+def compress_artifact(container: bytes, method: str) -> bytes:
+    """The artifact bytes: prefix, then the container compressed with `method`."""
+    if method == "brotli":
+        import brotli  # imported here: only the brotli path needs the package
+        payload = brotli.compress(container, quality=11, lgwin=BROTLI_WINDOW)
+    elif method == "lzma":
+        payload = lzma.compress(container, preset=9 | lzma.PRESET_EXTREME)
+    else:
+        raise ValueError(f"unknown compression method {method!r}")
+    return _PREFIX.pack(ARTIFACT_MAGIC, METHODS[method], zlib.crc32(container), len(container)) + payload
+
+
+def compress_all(container: bytes) -> dict[str, tuple[bytes | str, float]]:
+    """The artifact under every method, compressed in parallel threads (both libraries release
+    the GIL), with the seconds each took. A method that cannot run here gives the reason
+    instead of bytes, e.g. brotli not installed."""
+    def attempt(method: str) -> tuple[bytes | str, float]:
+        t0 = time.perf_counter()
+        try:
+            return compress_artifact(container, method), time.perf_counter() - t0
+        except ImportError as exc:
+            return f"not available ({exc})", 0.0
+    with ThreadPoolExecutor(max_workers=len(METHODS)) as pool:
+        return dict(zip(METHODS, pool.map(attempt, METHODS)))
+
+
+def require_compressor(choice: str) -> None:
+    """Stop before any work when COMPRESSOR names a method this machine cannot run."""
+    if choice == "brotli" and find_spec("brotli") is None:
+        raise CompressorUnavailable("COMPRESSOR=brotli but the brotli package is not installed: "
+                                    "pip install brotli, or set COMPRESSOR=lzma or best")
+
+
+def decompress_artifact(artifact: bytes, label: str = "artifact") -> bytes:
+    """The container inside an artifact, checked against its length and CRC-32."""
+    if len(artifact) < _PREFIX.size or artifact[:4] != ARTIFACT_MAGIC:
+        raise ArtifactError(f"{label}: not a pgolf artifact (bad header; truncated or another file)")
+    _, method, crc, length = _PREFIX.unpack_from(artifact)
+    payload = artifact[_PREFIX.size:]
+    try:
+        if method == METHODS["brotli"]:
+            import brotli
+            container = brotli.decompress(payload)
+        elif method == METHODS["lzma"]:
+            container = lzma.decompress(payload)
+        else:
+            raise ArtifactError(f"{label}: unknown compression method byte {method}")
+    except ImportError as exc:
+        raise ArtifactError(f"{label}: compressed with brotli, which is not installed ({exc})") from None
+    except (lzma.LZMAError, EOFError) as exc:
+        raise ArtifactError(f"{label}: corrupted or truncated lzma data ({exc})") from None
+    except Exception as exc:  # brotli.error is not importable without brotli
+        if isinstance(exc, ArtifactError):
+            raise
+        raise ArtifactError(f"{label}: corrupted or truncated brotli data ({exc})") from None
+    if len(container) != length or zlib.crc32(container) != crc:
+        raise ArtifactError(f"{label}: corrupted (length or CRC-32 of the content does not match)")
+    return container
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write to a temporary file beside `path`, flush to disk, then rename: never half a file."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def read_artifact(path: Path) -> dict[str, QTensor | Tensor]:
+    """The quantized state dict stored at `path`. Raises ArtifactError with one line on damage."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise ArtifactError(f"{path}: cannot read the artifact ({exc.strerror})") from None
+    try:
+        return unpack_tensors(decompress_artifact(data, str(path)))
+    except ArtifactError as exc:
+        msg = str(exc)
+        raise ArtifactError(msg if msg.startswith(str(path)) else f"{path}: {msg}") from None

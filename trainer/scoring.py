@@ -1,0 +1,120 @@
+"""Evaluating the artifact: read it back, dequantize, load, then every scored phase, timed.
+
+Phases, each logged as `<name> val_loss:X val_bpb:Y eval_time:Zms` and its `<name>_exact` twin
+with 8 decimals (the records' lines, which `pgolf audit` reads):
+  quantized                  non-overlapping EVAL_SEQ_LEN windows;
+  quantized_sliding_window   windows every EVAL_STRIDE tokens (SLIDING_WINDOW_ENABLED);
+  quantized_ttt              score-first test-time training (TTT_ENABLED).
+One timer covers the artifact's roundtrip, every phase and the TTT compile warmup:
+`total_eval_time:X.Xs` is the whole evaluation, not a sum of selected parts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from trainer.compress import read_artifact
+from trainer.evaluate import autocast
+from trainer.quant import dequantize_state_dict
+from trainer.sliding import (TargetBytes, Trace, check_length, eval_stream, rank_and_world,
+                             rank_share)
+from trainer.ttt import eval_ttt
+
+
+def _clock(device: torch.device) -> float:
+    """Seconds on a clock read after the GPU has finished its queued work."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter()
+
+
+def _metric(log, name: str, loss: float, bpb: float, seconds: float) -> dict:
+    log(f"{name} val_loss:{loss:.4f} val_bpb:{bpb:.4f} eval_time:{seconds * 1000:.0f}ms")
+    log(f"{name}_exact val_loss:{loss:.8f} val_bpb:{bpb:.8f}")
+    return {"val_loss": loss, "val_bpb": bpb, "seconds": seconds}
+
+
+def evaluate_artifact(cfg, model: nn.Module, artifact_path: Path, val_tokens: Tensor,
+                      target_bytes: TargetBytes, *, log: Callable[[str], None],
+                      traces: dict[str, Trace] | None = None) -> dict:
+    """Load the artifact into `model` and run every evaluation phase under one timer:
+    `quantized` (non-overlapping windows), `quantized_sliding_window` (if enabled) and
+    `quantized_ttt` (if enabled). `traces` (phase name -> Trace) records per-position scores for
+    the causality probes."""
+    traces = traces or {}
+    device = val_tokens.device
+    check_length(val_tokens.numel(), cfg.eval_seq_len)
+    t_start = _clock(device)
+    _load(model, artifact_path)
+    log(f"roundtrip:loaded {artifact_path.name} (decompress, dequantize, load) in "
+        f"{_clock(device) - t_start:.1f}s")
+    fns = _compiled(model, device, cfg.compile)
+    figures = {}
+    batch_windows = max(1, cfg.val_batch_tokens // (cfg.eval_seq_len * 8))
+    phases = [("quantized", cfg.eval_seq_len)]
+    if cfg.sliding_window_enabled:
+        phases.append(("quantized_sliding_window", cfg.eval_stride))
+    for name, stride in phases:
+        t0 = _clock(device)
+        loss, bpb = eval_stream(model, val_tokens, target_bytes, seq_len=cfg.eval_seq_len,
+                                stride=stride, batch_windows=batch_windows, logits_fn=fns["logits"],
+                                trace=traces.get(name))
+        figures[name] = _metric(log, name, loss, bpb, _clock(device) - t0)
+    if cfg.ttt_enabled:
+        figures.update(_ttt_phase(cfg, model, val_tokens, target_bytes, fns, batch_windows, log,
+                                  traces.get("quantized_ttt")))
+    total = _clock(device) - t_start
+    log(f"total_eval_time:{total:.1f}s")
+    figures["total_eval_seconds"] = total
+    return figures
+
+
+def _load(model: nn.Module, artifact_path: Path) -> None:
+    state = dequantize_state_dict(read_artifact(artifact_path))
+    model.load_state_dict(state, strict=True)
+
+
+def _compiled(model: nn.Module, device: torch.device, compile_model: bool) -> dict:
+    """The scoring and TTT-training entry points: torch.compile'd on GPU when COMPILE is on
+    (fixed shapes, as the records compile eval), plain calls otherwise (CPU tests and probes)."""
+    if device.type != "cuda" or not compile_model:
+        return {"logits": model.forward_logits, "loss": model}
+    return {"logits": torch.compile(model.forward_logits, dynamic=False),
+            "loss": torch.compile(model, dynamic=False)}
+
+
+def _ttt_phase(cfg, model, val_tokens, target_bytes, fns, batch_windows, log, trace) -> dict:
+    device = val_tokens.device
+    if fns["loss"] is not model:  # compiled: build the training graph first, on random tokens
+        t0 = _clock(device)
+        _warm_up(cfg, model, fns)
+        log(f"ttt:compile warmup on random tokens (no validation data) {_clock(device) - t0:.1f}s")
+    t0 = _clock(device)
+    loss, bpb = eval_ttt(model, val_tokens, target_bytes, seq_len=cfg.eval_seq_len,
+                         stride=cfg.eval_stride, batch_windows=batch_windows,
+                         chunk_tokens=cfg.ttt_chunk_tokens, epochs=cfg.ttt_epochs, lr=cfg.ttt_lr,
+                         momentum=cfg.ttt_momentum, grad_clip=cfg.ttt_grad_clip,
+                         batch_seqs=cfg.ttt_batch_seqs, log=log, logits_fn=fns["logits"],
+                         loss_fn=fns["loss"], trace=trace)
+    return {"quantized_ttt": _metric(log, "quantized_ttt", loss, bpb, _clock(device) - t0)}
+
+
+def _warm_up(cfg, model: nn.Module, fns: dict) -> None:
+    """Compile the TTT training graph on random tokens, at the batch shape TTT will use:
+    forward and backward, no optimizer step, gradients dropped, so the weights are untouched
+    and no validation token is seen."""
+    rank, size = rank_and_world()
+    batch = min(cfg.ttt_batch_seqs, max(1, cfg.ttt_chunk_tokens // cfg.eval_seq_len))
+    rows = max(1, len(rank_share(list(range(batch)), rank, size)))
+    device = next(model.parameters()).device
+    x = torch.randint(0, model.tok_emb.num_embeddings, (rows, cfg.eval_seq_len), device=device)
+    model.train()
+    with autocast(device):
+        fns["loss"](x, torch.roll(x, -1, 1)).backward()
+    model.zero_grad(set_to_none=True)
+    model.eval()

@@ -1,0 +1,172 @@
+"""Scoring the validation stream: windows, per-target NLL, byte counts, bits per byte.
+
+Positions: the stream holds tokens v[0..N-1]; position p predicts v[p+1] from v[0..p], so there
+are N-1 positions to score and every one is scored exactly once, in order. A window of at most
+`seq_len` tokens ending at position e-1 scores a segment [s, e) of positions with the tokens
+before s as context. With stride < seq_len this is the sliding-window evaluation (03-19
+SlidingWindowEval record: every scored token sees at least seq_len - stride tokens of context);
+with stride == seq_len it is the standard evaluation on non-overlapping windows.
+
+Windows never hold a token past the last one they score: the padding after a short window is
+token 0, not the future of the stream (the model is causal, but a reviewer should not have to
+trust that).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import Tensor
+
+from trainer.distributed import all_reduce
+from trainer.evaluate import autocast
+
+TargetBytes = Callable[[Tensor, Tensor], Tensor]  # (previous ids, target ids) -> bytes per target
+
+
+class ValidationTooShort(ValueError):
+    """The validation stream does not fill one evaluation window."""
+
+
+def check_length(n_tokens: int, seq_len: int) -> None:
+    if n_tokens < seq_len + 1:
+        raise ValidationTooShort(
+            f"the validation set has {n_tokens:,} tokens, fewer than one evaluation window "
+            f"(EVAL_SEQ_LEN + 1 = {seq_len + 1:,}); use the full validation split")
+
+
+def segments(lo: int, hi: int, seq_len: int, stride: int) -> list[tuple[int, int]]:
+    """Consecutive position ranges covering [lo, hi). At the start of the stream the first
+    segment takes a whole window (those positions have no earlier context to gain); after that,
+    `stride` positions per window."""
+    if not 0 < stride <= seq_len:
+        raise ValueError(f"stride must be in 1..seq_len, got {stride} for seq_len {seq_len}")
+    out, s = [], lo
+    if s == 0 and hi > 0:
+        out.append((0, min(seq_len, hi)))
+        s = out[-1][1]
+    while s < hi:
+        out.append((s, min(s + stride, hi)))
+        s += stride
+    return out
+
+
+def rank_and_world() -> tuple[int, int]:
+    """(rank, world size); (0, 1) without an initialized process group."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def rank_share(items: list, rank: int, size: int) -> list:
+    """A contiguous, near-equal slice of `items` for this rank."""
+    n = len(items)
+    return items[n * rank // size: n * (rank + 1) // size]
+
+
+@dataclasses.dataclass
+class Tally:
+    """Sums over scored positions, float64 on the device: NLL in nats, targets, target bytes."""
+
+    loss: Tensor
+    tokens: Tensor
+    bytes: Tensor
+
+    @classmethod
+    def zeros(cls, device: torch.device) -> "Tally":
+        return cls(*(torch.zeros((), dtype=torch.float64, device=device) for _ in range(3)))
+
+    def all_reduce(self) -> None:
+        for t in (self.loss, self.tokens, self.bytes):
+            all_reduce(t)
+
+    def result(self) -> tuple[float, float]:
+        """(val_loss in nats per token, val_bpb): bits per byte = nats / ln 2 * tokens / bytes."""
+        tokens, nbytes = self.tokens.item(), self.bytes.item()
+        val_loss = self.loss.item() / tokens
+        return val_loss, val_loss / math.log(2.0) * tokens / nbytes
+
+
+@dataclasses.dataclass
+class Trace:
+    """What the causality probes look at: per-position NLL, how often each position was scored,
+    the full log-distribution at watched positions, and the order of score and train events."""
+
+    nll: Tensor  # float64 [positions], nan until scored
+    times_scored: Tensor  # int64 [positions]
+    watch: frozenset[int] = frozenset()
+    rows: dict[int, Tensor] = dataclasses.field(default_factory=dict)
+    events: list[tuple[str, int, int]] = dataclasses.field(default_factory=list)
+
+    @classmethod
+    def for_stream(cls, n_tokens: int, watch=()) -> "Trace":
+        n = n_tokens - 1
+        return cls(torch.full((n,), math.nan, dtype=torch.float64),
+                   torch.zeros(n, dtype=torch.int64), frozenset(watch))
+
+
+def _windows(tokens: Tensor, segs: list[tuple[int, int]], seq_len: int):
+    """Input ids, target ids and the scored-position mask of a batch of windows, on the device
+    of `tokens`; plus each window's first position."""
+    device = tokens.device
+    ends = torch.tensor([e for _, e in segs], device=device)
+    firsts = (ends - seq_len).clamp_min(0)
+    starts = torch.tensor([s for s, _ in segs], device=device)
+    pos = firsts[:, None] + torch.arange(seq_len, device=device)[None, :]
+    inside = pos < ends[:, None]
+    x = torch.where(inside, tokens[pos.clamp(max=tokens.numel() - 2)], 0)
+    y = torch.where(inside, tokens[(pos + 1).clamp(max=tokens.numel() - 1)], 0)
+    scored = inside & (pos >= starts[:, None])
+    return x, y, scored, firsts
+
+
+@torch.no_grad()
+def score_segments(logits_fn: Callable[[Tensor], Tensor], tokens: Tensor,
+                   segs: list[tuple[int, int]], tally: Tally, target_bytes: TargetBytes, *,
+                   seq_len: int, batch_windows: int, trace: Trace | None = None) -> None:
+    """Score every position of `segs` once (under no_grad) and add it to `tally`."""
+    for i in range(0, len(segs), batch_windows):
+        batch = segs[i:i + batch_windows]
+        x, y, scored, firsts = _windows(tokens, batch, seq_len)
+        with autocast(tokens.device):
+            logits = logits_fn(x)
+        rows, cols = scored.nonzero(as_tuple=True)  # the cross-entropy of scored positions only
+        nll = F.cross_entropy(logits[rows, cols].float(), y[rows, cols], reduction="none").double()
+        tally.loss += nll.sum()
+        tally.tokens += nll.numel()
+        tally.bytes += target_bytes(x[rows, cols], y[rows, cols]).double().sum()
+        if trace is not None:
+            _record(trace, logits, nll, firsts[rows] + cols, batch, firsts)
+
+
+def _record(trace: Trace, logits: Tensor, nll: Tensor, positions: Tensor,
+            batch: list[tuple[int, int]], firsts: Tensor) -> None:
+    positions = positions.cpu()
+    trace.nll[positions] = nll.cpu()
+    trace.times_scored.index_add_(0, positions, torch.ones_like(positions))
+    for row, (s, e) in enumerate(batch):
+        for p in sorted(trace.watch):
+            if s <= p < e:
+                trace.rows[p] = torch.log_softmax(logits[row, p - int(firsts[row])].double(), -1).cpu()
+        trace.events.append(("score", s, e))
+
+
+def eval_stream(model, tokens: Tensor, target_bytes: TargetBytes, *, seq_len: int, stride: int,
+                batch_windows: int, logits_fn=None, trace: Trace | None = None) -> tuple[float, float]:
+    """(val_loss, val_bpb) of `model` on the whole stream, windows split across ranks."""
+    check_length(tokens.numel(), seq_len)
+    rank, size = rank_and_world()
+    segs = rank_share(segments(0, tokens.numel() - 1, seq_len, stride), rank, size)
+    tally = Tally.zeros(tokens.device)
+    was_training = model.training
+    model.eval()
+    score_segments(logits_fn or model.forward_logits, tokens, segs, tally, target_bytes,
+                   seq_len=seq_len, batch_windows=batch_windows, trace=trace)
+    model.train(was_training)
+    tally.all_reduce()
+    return tally.result()
