@@ -39,8 +39,8 @@ from trainer.optim import build_optimizers  # noqa: E402
 
 KINDS = (("attention", ("cudnn", "flash", "fmha", "sdpa", "attn")),
          ("matmul", ("gemm", "cutlass", "sm90", "nvjet", "cublas")),
-         ("copy/cast", ("copy", "memcpy", "memset", "to_copy", "convert")),
-         ("fused elementwise", ("triton",)))
+         ("fused (Triton, inductor)", ("triton",)),
+         ("copy/cast", ("copy", "memcpy", "memset", "convert")))
 
 
 def kind_of(name: str) -> str:
