@@ -35,6 +35,7 @@ import torch  # noqa: E402
 
 import train_h200  # noqa: E402  (data preparation and training, shared with the trainer's benchmark)
 from trainer.artifact import ArtifactTooLarge  # noqa: E402
+from trainer.errors import TrainerError  # noqa: E402
 from trainer.attention import activate_backend, choose_backend  # noqa: E402
 from trainer.bpb import build_byte_tables, load_tokenizer  # noqa: E402
 from trainer.config import load_config  # noqa: E402
@@ -90,7 +91,10 @@ def load_run(run_dir: Path, out: Path, device: torch.device) -> tuple[Run, GPT, 
     """The trained model and a Run, as the entry point builds them after training; and the log."""
     text = (run_dir / "train.log").read_text()
     settings = {k: v for k, v in read_settings(text).items() if k != "OUT_DIR"}
-    cfg = load_config(env={}, overrides={**settings, "OUT_DIR": str(out), "PREQUANT_ONLY": "0"})
+    # The size knobs may be set in the environment to fit the cap without a refused first try.
+    size_knobs = {k: os.environ[k] for k in ("MATRIX_CLIP_SIGMAS", "EMBED_CLIP_SIGMAS") if k in os.environ}
+    cfg = load_config(env={}, overrides={**settings, **size_knobs, "OUT_DIR": str(out),
+                                         "PREQUANT_ONLY": "0"})
     data = preflight(cfg)
     tables = build_byte_tables(load_tokenizer(data.tokenizer, cfg.vocab_size), cfg.vocab_size)
     val = ValidationSet(load_validation_tokens(data.val, cfg.eval_seq_len), tables.to(device))
@@ -113,7 +117,7 @@ def export(run: Run, model: GPT, train_ms: float) -> tuple[dict, float, str | No
     time: its calibration would not fit a real run's reserve, and the summary says so."""
     try:
         return export_and_evaluate(run, model, train_ms), run.cfg.matrix_clip_sigmas, None
-    except ArtifactTooLarge as exc:
+    except (ArtifactTooLarge, TrainerError) as exc:  # the run loop reports a refusal as TrainerError
         sigmas = re.search(r"MATRIX_CLIP_SIGMAS from \S+ to about ([\d.]+)", str(exc))
         if sigmas is None:
             raise
