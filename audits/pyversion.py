@@ -15,6 +15,7 @@ import ast
 import bisect
 import dataclasses
 import functools
+import re
 import sys
 import threading
 import warnings
@@ -38,6 +39,7 @@ _END_OPS = {";", "=", ":", ":=", "->", "+=", "-=", "*=", "/=", "//=", "%=", "@="
 _END_WORDS = {"for", "async", "as", "import", "from"}
 _SEPARATORS = {",", ";", "=", "(", "[", "{", ")", "]", "}"}
 _CHAIN_WORDS = {"not", "and", "or", "is", "in", "if", "else", "lambda", "await"}
+_ROUGH = re.compile(r"[()\[\]{},;=\n]|[-+*/%&|^~<>@.]|\b(?:not|and|or|is|in|if|else|lambda|await)\b")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,6 +156,8 @@ class _Analyser:
         problems: list[Problem] = []
         reading = None
         nesting = _nesting(self.src, lexed.tokens)
+        if lexed.error is not None:  # the tokens stop there; estimate the rest from the raw text
+            nesting = max(nesting, _rough_nesting(self.src[lexed.error.at:]))
         if nesting > MAX_NESTING:
             problems.append(Problem(SYNTAX, 1, 0, f"grammar and standard-library checks skipped: an "
                                     f"expression nests about {nesting} levels deep; pgolf's parser is "
@@ -493,6 +497,24 @@ def _nesting(src: str, tokens: list[lex310.Token]) -> int:
         elif tok.kind == lex310.NEWLINE:
             levels, chain = [0], [0]
         deepest = max(deepest, levels[-1] + chain[-1])
+    return deepest
+
+
+def _rough_nesting(text: str) -> int:
+    """`_nesting` for text 3.10 cannot tokenize: bracket depth plus the longest run of operator
+    characters and words between separators, string quotes not understood."""
+    depth = deepest = run = 0
+    for word in _ROUGH.findall(text):
+        if word in "([{":
+            depth += 1
+            run += 1
+        elif word in ")]}":
+            depth = max(depth - 1, 0)
+        elif word in ",;=\n":
+            run = 0
+        else:
+            run += 1
+        deepest = max(deepest, depth + run)
     return deepest
 
 

@@ -56,7 +56,7 @@ ADDED: dict[str, tuple[int, int]] = {
     "itertools.batched": (3, 12), "typing.override": (3, 12), "typing.TypeAliasType": (3, 12),
     "math.sumprod": (3, 12), "os.path.splitroot": (3, 12), "os.path.isjunction": (3, 12),
     "pathlib.Path.walk": (3, 12), "random.binomialvariate": (3, 12), "sys.monitoring": (3, 12),
-    "sys.activate_stack_trampoline": (3, 12), "sys.last_exc": (3, 12),
+    "sys.last_exc": (3, 12),
     "types.get_original_bases": (3, 12), "collections.abc.Buffer": (3, 12),
     "inspect.markcoroutinefunction": (3, 12), "logging.getHandlerByName": (3, 12),
     "logging.getHandlerNames": (3, 12), "calendar.Month": (3, 12), "calendar.Day": (3, 12),

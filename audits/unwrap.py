@@ -284,6 +284,9 @@ class _Interpreter:
         return fn(args[0], kwargs, self.limit)
 
 
+_POSITIONAL = {"lzma": ("format", "memlimit", "filters"), "zlib": ("wbits", "bufsize")}
+
+
 @dataclasses.dataclass(frozen=True)
 class _Bound:
     base: object
@@ -491,6 +494,7 @@ def _decoder(step: str, fn):
 
 def _decompressor(step: str, fn):
     def handler(interp, args, kwargs):
+        kwargs = {**dict(zip(_POSITIONAL.get(step, ()), args[1:])), **kwargs}
         if step == "lzma":
             fmt = kwargs.get("format", lzma.FORMAT_AUTO)
             named = {lzma.FORMAT_RAW: "raw lzma", lzma.FORMAT_XZ: "xz", lzma.FORMAT_ALONE: "lzma-alone"}

@@ -117,7 +117,7 @@ def py_stdlib_too_new(sub, options):
 
     Legal: `try: import tomllib except ImportError: import tomli as tomllib`.
 
-    Known limits: a table of about 170 names from "What's New" 3.9 to 3.14 (checked against a real
+    Known limits: a table of about 130 names from "What's New" 3.9 to 3.14 (checked against a real
     3.10); new keyword arguments and methods reached through instances (`str.removeprefix` on a
     value) are not seen; any version guard counts, whatever version it compares with; a local
     name that shadows an import is not tracked.

@@ -61,10 +61,13 @@ def test_corpus_covers_both_verdicts(fixture):
     assert accepted >= 300 and len(verdicts) - accepted >= 300
 
 
-def test_oracle_recomputed_matches_the_fixture(fixture):
+def test_oracle_recomputed_matches_the_fixtures(fixture):
     reason = pyversion_oracle.available()
     if reason:
         pytest.skip(reason)
     result = pyversion_oracle.run([case["source"] for case in fixture["cases"]])
     assert result["version"] == fixture["python"]
     assert result["verdicts"] == [case["verdict"] for case in fixture["cases"]]
+    names = pyversion_oracle.load_names()["present"]
+    found = pyversion_oracle.run(sorted(names), "names")
+    assert dict(zip(sorted(names), found["verdicts"])) == names
