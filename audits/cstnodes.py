@@ -31,12 +31,25 @@ def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
             if f.name not in _SKIPPED_FIELDS and not f.name.startswith("whitespace"))
     for name in names:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            yield value
-        elif type(value) in (list, tuple):
+        kind = type(value)
+        if kind is list or kind is tuple:
             for item in value:
-                if isinstance(item, cst.CSTNode):
+                if is_node(item):
                     yield item
+        elif is_node(value):
+            yield value
+
+
+_IS_NODE: dict[type, bool] = {}
+
+
+def is_node(value: object) -> bool:
+    """isinstance(value, CSTNode), without the cost of an ABC check on every call."""
+    kind = type(value)
+    known = _IS_NODE.get(kind)
+    if known is None:
+        known = _IS_NODE[kind] = issubclass(kind, cst.CSTNode)
+    return known
 
 
 class _SpanState(CodegenState):

@@ -15,6 +15,7 @@ import ast
 import bisect
 import dataclasses
 import functools
+import keyword
 import re
 import sys
 import threading
@@ -39,6 +40,7 @@ _END_OPS = {";", "=", ":", ":=", "->", "+=", "-=", "*=", "/=", "//=", "%=", "@="
 _END_WORDS = {"for", "async", "as", "import", "from"}
 _SEPARATORS = {",", ";", "=", "(", "[", "{", ")", "]", "}"}
 _CHAIN_WORDS = {"not", "and", "or", "is", "in", "if", "else", "lambda", "await"}
+_PLAIN_FIELD = re.compile(r"[ \t]*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)(?:\(\))?[ \t]*")
 _ROUGH = re.compile(r"[()\[\]{},;=\n]|[-+*/%&|^~<>@.]|\b(?:not|and|or|is|in|if|else|lambda|await)\b")
 
 
@@ -154,38 +156,48 @@ class _Analyser:
         lexed = lex310.tokenize(self.src)
         host = _host_verdict(self.src)
         problems: list[Problem] = []
-        reading = None
+        reading = _Reading(None, syntax_features.Walk([], []), [])
         nesting = _nesting(self.src, lexed.tokens)
         if lexed.error is not None:  # the tokens stop there; estimate the rest from the raw text
             nesting = max(nesting, _rough_nesting(self.src[lexed.error.at:]))
+        too_deep = Problem(SYNTAX, 1, 0, f"grammar and standard-library checks skipped: an expression "
+                           f"nests about {nesting} levels deep; pgolf's parser is safe to {MAX_NESTING}",
+                           severity="WARN")
         if nesting > MAX_NESTING:
-            problems.append(Problem(SYNTAX, 1, 0, f"grammar and standard-library checks skipped: an "
-                                    f"expression nests about {nesting} levels deep; pgolf's parser is "
-                                    f"safe to {MAX_NESTING}", severity="WARN"))
+            problems.append(too_deep)
         else:
             host_line = host[2] if host else None
             lex_line = _line(self.src, lexed.error.pos) if lexed.error else None
-            reading = _in_big_thread(_read, self.src, (host_line, lex_line))
-        parse_error = reading if isinstance(reading, tuple) else None
-        walked, uses = reading[:2] if isinstance(reading, list) else (syntax_features.Walk([], []), [])
-        if isinstance(reading, list):
-            self.spans = reading[2]
-            if len(reading) == 4:  # only the statements before libcst's error were read
-                parse_error = reading[3]
+            try:
+                reading = _in_big_thread(_read, self.src, (host_line, lex_line))
+            except RecursionError:
+                problems.append(too_deep)
+        walked, uses, parse_error = reading.walked, reading.uses, reading.error
+        uses = [use for use in uses if use.needs > self.target]
+        # Per-literal f-string analysis is only needed when some string fails 3.10's rules;
+        # node offsets only when something is to be placed (one code generation pass).
+        self.strings_error = self._region_error(_Region(self.src, lexed), [])
+        check_fstrings = (self.old_fstrings or HOST < PEP701) and self.strings_error is not None
+        nodes = walked.anchors(with_atoms=check_fstrings) + [use.node for use in uses]
+        if nodes and reading.module is not None:
+            try:
+                self.spans = _in_big_thread(cstnodes.spans, reading.module, nodes)
+            except RecursionError:
+                problems.append(too_deep)
+                walked, uses, check_fstrings = syntax_features.Walk([], []), [], False
         self.stops = sorted((self._stop(f) for f in walked.features
                              if f.needs > self.target and not f.warning), key=lambda s: s.at)
 
         # Every newer feature explains this interpreter's errors; only those newer than the
         # target are reported.
         newer = [self._feature_problem(f) for f in walked.features if not f.warning]
-        if self.old_fstrings or HOST < PEP701:
+        if check_fstrings:
             newer += self._fstring_problems(walked.atoms)
         problems += [p for p in newer if p.needs is None or p.needs > self.target]
         problems += [self._feature_problem(f) for f in walked.features if f.warning and f.needs <= self.target]
         for use in uses:
-            if use.needs > self.target:
-                line, col = self.lines.place(self.spans[id(use.node)][0])
-                problems.append(Problem(STDLIB, line, col, use.message(self.target), needs=use.needs))
+            line, col = self.lines.place(self.spans[id(use.node)][0])
+            problems.append(Problem(STDLIB, line, col, use.message(self.target), needs=use.needs))
         problems += self._everywhere(host, newer, parse_error)
         first = self._first(lexed, host, problems)
         return _assemble(problems, first)
@@ -260,7 +272,10 @@ class _Analyser:
     # --- the error 3.10 reports first ---------------------------------------------------------
 
     def _first_parse_error(self, lexed: lex310.Lexed) -> _Err | None:
-        return self._region_error(_Region(self.src, lexed), [s for s in self.stops if not s.compile_stage])
+        stops = [s for s in self.stops if not s.compile_stage]
+        if not stops:
+            return self.strings_error  # the same reading, already done
+        return self._region_error(_Region(self.src, lexed), stops)
 
     def _region_error(self, region: _Region, stops: list[_Stop]) -> _Err | None:
         """The first error 3.10's parser meets in `region`, in token order: a feature's token, a
@@ -392,7 +407,10 @@ class _Analyser:
     def _field(self, region: _Region, token_start: int, start: int, end: int) -> fstring310.FstringError | None:
         """3.10 compiles a field's expression as `(expression)` with a parser of its own."""
         span = (region.to_file(token_start + start), region.to_file(token_start + end))
-        sub = "(" + region.text[token_start + start:token_start + end] + ")\n"
+        expression = region.text[token_start + start:token_start + end]
+        if _plain_name(expression):
+            return None  # `{x}`, `{self.lr}`, `{f()}`: nothing 3.10 could refuse
+        sub = "(" + expression + ")\n"
         inner = _Region(sub, lex310.tokenize(sub), span)
         stops = [s for s in self.stops if span[0] <= s.at < span[1] and not s.compile_stage]
         err = self._region_error(inner, stops)
@@ -467,6 +485,13 @@ def _assemble(problems: list[Problem], first: Problem | None) -> Analysis:
     return Analysis(tuple(unique), first)
 
 
+def _plain_name(expression: str) -> bool:
+    """A dotted name, maybe called with no arguments, none of its parts a keyword."""
+    match = _PLAIN_FIELD.fullmatch(expression)
+    return match is not None and not any(
+        keyword.iskeyword(part) for part in match.group(1).split(".") if part not in ("True", "False", "None"))
+
+
 def _line(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
@@ -526,8 +551,8 @@ def _in_big_thread(fn, *args):
     def work():
         try:
             result.append(fn(*args))
-        except RecursionError:
-            result.append((1, 0, "nested too deeply"))
+        except RecursionError as exc:
+            result.append(exc)
 
     old_stack = threading.stack_size(_THREAD_STACK)
     old_limit = sys.getrecursionlimit()
@@ -541,14 +566,27 @@ def _in_big_thread(fn, *args):
         sys.setrecursionlimit(old_limit)
     if not result:
         raise RuntimeError("the syntax analysis thread stopped without a result")
+    if isinstance(result[0], RecursionError):
+        raise result[0]
     return result[0]
 
 
-def _read(src: str, error_lines: tuple[int | None, ...]):
-    """libcst's reading of the source: [walk, standard-library uses, node offsets], or the parse
-    error as (line, column, message). When the whole file does not parse, the top-level
-    statements before the first error that another reader found (`error_lines`; libcst places
-    its tokenizer errors at 1:1) are read, so features there still count: 3.10 meets them first."""
+@dataclasses.dataclass
+class _Reading:
+    """libcst's reading of the source: its tree (None when not even a prefix parsed), the
+    features and library uses found, and its parse error as (line, column, message)."""
+
+    module: cst.Module | None
+    walked: syntax_features.Walk
+    uses: list[stdlib_api.Use]
+    error: tuple[int, int, str] | None = None
+
+
+def _read(src: str, error_lines: tuple[int | None, ...]) -> _Reading:
+    """When the whole file does not parse, the top-level statements before the first error that
+    another reader found (`error_lines`; libcst places its tokenizer errors at 1:1) are read, so
+    the features there still count: 3.10 meets them first."""
+    error = None
     try:
         module = cst.parse_module(src)
     except Exception as exc:  # ParserSyntaxError, or CSTValidationError (e.g. "b'' ''")
@@ -556,10 +594,9 @@ def _read(src: str, error_lines: tuple[int | None, ...]):
                  getattr(exc, "message", str(exc)).splitlines()[0])
         lines = [line for line in (error[0], *error_lines) if line is not None and line > 1]
         module = _parse_prefix(src, max(lines)) if lines else None
-        if module is None:
-            return error
-        return _walk(module) + [error]
-    return _walk(module)
+    if module is None:
+        return _Reading(None, syntax_features.Walk([], []), [], error)
+    return _Reading(module, syntax_features.walk(module), stdlib_api.uses(module), error)
 
 
 def _parse_prefix(src: str, error_line: int) -> cst.Module | None:
@@ -580,13 +617,6 @@ def _parse_prefix(src: str, error_line: int) -> cst.Module | None:
             except Exception:  # the cut fell inside a statement; try an earlier one
                 continue
     return None
-
-
-def _walk(module: cst.Module) -> list:
-    walked = syntax_features.walk(module)
-    uses = stdlib_api.uses(module)
-    nodes = walked.anchors() + [use.node for use in uses]
-    return [walked, uses, cstnodes.spans(module, nodes)]
 
 
 def _host_verdict(src: str) -> tuple[str, str, int, int] | None:

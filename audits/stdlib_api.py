@@ -78,6 +78,9 @@ ADDED: dict[str, tuple[int, int]] = {
 }
 _BUILTINS = {"aiter", "anext", "EncodingWarning", "ExceptionGroup", "BaseExceptionGroup",
              "PythonFinalizationError"}
+_BINDERS = {cst.FunctionDef, cst.ClassDef, cst.Param, cst.AssignTarget, cst.For, cst.CompFor, cst.AnnAssign,
+            cst.AugAssign, cst.AsName, cst.Global}
+_GUARDING = {cst.If, cst.Try, cst.Annotation}
 _GUARD_ERRORS = {"ImportError", "ModuleNotFoundError", "AttributeError", "NameError", "Exception",
                  "BaseException"}
 
@@ -108,7 +111,8 @@ def uses(module: cst.Module) -> list[Use]:
     stack: list[tuple[cst.CSTNode, bool]] = [(module, False)]
     while stack:
         node, guarded = stack.pop()
-        if isinstance(node, cst.Import):
+        kind = type(node)
+        if kind is cst.Import:
             for alias in node.names:
                 name = _dotted(alias.name)
                 _check_module(node, name, guarded, found)
@@ -116,7 +120,7 @@ def uses(module: cst.Module) -> list[Use]:
                 bindings[local] = name if alias.asname else local
                 bound.add(local)
             continue
-        if isinstance(node, cst.ImportFrom):
+        if kind is cst.ImportFrom:
             if node.relative or node.module is None:
                 continue
             base = _dotted(node.module)
@@ -131,18 +135,22 @@ def uses(module: cst.Module) -> list[Use]:
                     if full in ADDED or _is_module_name(full):
                         bindings.setdefault(local, full)
             continue
-        if isinstance(node, cst.Attribute):
+        if kind is cst.Attribute:
             dotted = _dotted(node)
             if dotted is not None and not guarded:
                 pending.append((node, dotted))
                 continue
-        if isinstance(node, cst.Name):
+        if kind is cst.Name:
             if not guarded:
                 pending.append((node, node.value))
             continue
-        _note_bindings(node, bound)
-        for child in children(node):
-            stack.append((child, guarded or _guards(node, child, future_annotations)))
+        if kind in _BINDERS:
+            _note_bindings(node, bound)
+        if kind in _GUARDING and not guarded:
+            for child in children(node):
+                stack.append((child, _guards(node, child, future_annotations)))
+        else:
+            stack.extend((child, guarded) for child in children(node))
     for node, dotted in pending:
         use = _resolve(node, dotted, bindings, bound)
         if use is not None:

@@ -32,6 +32,16 @@ _LEFT_EXTENDING = (cst.BinaryOperation, cst.BooleanOperation, cst.Comparison, cs
                    cst.Await)
 
 
+# Node types whose children can sit in another context than the node (others pass theirs on).
+_CONTEXT_TYPES = {cst.Call, cst.Subscript, cst.ClassDef, cst.MatchClass, cst.MatchTuple, *_BRACKETED,
+                  cst.FunctionDef, cst.For, cst.With, cst.WithItem, cst.Match, cst.CompFor, cst.CompIf,
+                  cst.StarredDictElement, cst.TemplatedStringExpression, cst.Lambda, cst.GeneratorExp,
+                  cst.Try, cst.TryStar, cst.While}
+_INSPECTED = {*_STRINGS, cst.ExceptStarHandler, cst.ExceptHandler, cst.Index, cst.Param, cst.FunctionDef,
+              cst.ClassDef, cst.TypeAlias, cst.TypeParam, cst.TemplatedString, cst.Return, cst.Break,
+              cst.Continue, cst.Match, cst.With, cst.Set, *_COMPREHENSIONS}
+
+
 @dataclasses.dataclass(frozen=True)
 class Retry:
     """For `x[*a]`, what 3.10's second parser pass re-reads as `a [list display...]`, as if a
@@ -92,9 +102,9 @@ class Walk:
     features: list[Feature]
     atoms: list[StringAtom]
 
-    def anchors(self) -> list[cst.CSTNode]:
+    def anchors(self, with_atoms: bool) -> list[cst.CSTNode]:
         """Every node whose offset the caller needs."""
-        nodes = [atom.node for atom in self.atoms]
+        nodes = [atom.node for atom in self.atoms] if with_atoms else []
         for f in self.features:
             nodes.append(f.anchor)
             if f.report is not None:
@@ -112,12 +122,14 @@ def walk(module: cst.Module) -> Walk:
     stack: list[tuple[cst.CSTNode, _Context]] = [(module, _Context())]
     while stack:
         node, ctx = stack.pop()
-        if isinstance(node, cst.Subscript):
+        kind = type(node)
+        if kind is cst.Subscript:
             contexts[id(node)] = ctx
-        _inspect(node, ctx, parents, contexts, result)
+        _inspect(node, kind, ctx, parents, contexts, result)
+        same = kind not in _CONTEXT_TYPES and not getattr(node, "lpar", None)
         for child in children(node):
             parents[id(child)] = node
-            stack.append((child, _child_context(node, child, ctx)))
+            stack.append((child, ctx if same else _child_context(node, child, ctx)))
     return result
 
 
@@ -197,10 +209,12 @@ def _opens_brackets(node: cst.CSTNode, child: cst.CSTNode) -> bool:
     return isinstance(node, _BRACKETED)
 
 
-def _inspect(node, ctx: _Context, parents: dict, contexts: dict, result: Walk) -> None:
+def _inspect(node, kind: type, ctx: _Context, parents: dict, contexts: dict, result: Walk) -> None:
+    if kind not in _INSPECTED:
+        return
     found = result.features
-    if isinstance(node, _STRINGS) and not ctx.in_string and not isinstance(
-            parents.get(id(node)), cst.ConcatenatedString) and _holds_fstring(node):
+    if kind in _STRINGS and not ctx.in_string and type(
+            parents.get(id(node))) is not cst.ConcatenatedString and _holds_fstring(node):
         result.atoms.append(StringAtom(node, ctx.brackets or bool(node.lpar)))
     elif isinstance(node, cst.ExceptStarHandler):
         found.append(Feature("an `except*` clause", "PEP 654", (3, 11), node.whitespace_after_except,
