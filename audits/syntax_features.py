@@ -34,7 +34,7 @@ _LEFT_EXTENDING = (cst.BinaryOperation, cst.BooleanOperation, cst.Comparison, cs
 
 # Node types whose children can sit in another context than the node (others pass theirs on).
 _CONTEXT_TYPES = {cst.Call, cst.Subscript, cst.ClassDef, cst.MatchClass, cst.MatchTuple, *_BRACKETED,
-                  cst.FunctionDef, cst.For, cst.With, cst.WithItem, cst.Match, cst.CompFor, cst.CompIf,
+                  cst.FunctionDef, cst.For, cst.With, cst.Match, cst.CompFor, cst.CompIf,
                   cst.StarredDictElement, cst.TemplatedStringExpression, cst.Lambda, cst.GeneratorExp,
                   cst.Try, cst.TryStar, cst.While}
 _INSPECTED = {*_STRINGS, cst.ExceptStarHandler, cst.ExceptHandler, cst.Index, cst.Param, cst.FunctionDef,
@@ -89,11 +89,15 @@ class _Context:
     loop_in_finally: bool = False  # inside a loop that is itself inside that `finally:`
     brackets: bool = False  # inside (), [] or {}, where newlines do not end a statement
     in_string: bool = False  # inside an f-string or t-string field
-    # In a statement header that 3.10 must follow with ':' (`for ... in X:`, `with X:`,
-    # `def f() -> X:`, `class C(X):`): where it then reports "expected ':'" (the outermost
-    # bracket opened in X), or None elsewhere.
+    # In a statement header that 3.10 must follow with ':': "first" where its first pass forces
+    # the ':' (`for ... in X:`, `def f() -> X:`, `class C(X):`), "with" where its second pass
+    # does (`with X:`). `colon_at`: the outermost bracket opened in X (where a cut-short X
+    # ends), `blocked`: that bracket starts X, so nothing of X parses and no ':' is forced.
+    header: str | None = None
     colon_at: Anchor | None = None
-    in_header: bool = False
+    blocked: bool = False
+    blocked_at: Anchor | None = None  # where a blocked `def ... -> X` reports it: the `->`
+    leftmost: bool = False  # on the leftmost path down from the header's expression
     bare_disjunction: bool = False  # pegen reads a `disjunction` here, never an `expression`
 
 
@@ -126,23 +130,31 @@ def walk(module: cst.Module) -> Walk:
         if kind is cst.Subscript:
             contexts[id(node)] = ctx
         _inspect(node, kind, ctx, parents, contexts, result)
-        same = kind not in _CONTEXT_TYPES and not getattr(node, "lpar", None)
-        for child in children(node):
+        same = kind not in _CONTEXT_TYPES and not getattr(node, "lpar", None) and not ctx.leftmost
+        for index, child in enumerate(children(node)):
             parents[id(child)] = node
-            stack.append((child, ctx if same else _child_context(node, child, ctx)))
+            stack.append((child, ctx if same else _child_context(node, child, ctx, index == 0)))
     return result
 
 
-def _child_context(node: cst.CSTNode, child: cst.CSTNode, ctx: _Context) -> _Context:
+def _child_context(node: cst.CSTNode, child: cst.CSTNode, ctx: _Context, first: bool) -> _Context:
     opens = bool(getattr(node, "lpar", None)) or _opens_brackets(node, child)
     if opens and not ctx.brackets:
         ctx = dataclasses.replace(ctx, brackets=True)
-    if ctx.in_header and ctx.colon_at is None and opens:
-        ctx = dataclasses.replace(ctx, colon_at=_opener(node, child))
-    if _starts_header(node, child):
-        ctx = dataclasses.replace(ctx, in_header=True, colon_at=_header(node, child))
-    elif isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.For, cst.With, cst.Match)):
-        ctx = dataclasses.replace(ctx, in_header=False, colon_at=None)
+    if ctx.header is not None and ctx.colon_at is None and opens:
+        # An atom's bracket (parentheses, a display) at the very start parses to nothing; a call's
+        # or subscript's bracket follows a value that parses.
+        atom = bool(getattr(node, "lpar", None)) or type(node) not in (cst.Call, cst.Subscript)
+        ctx = dataclasses.replace(ctx, colon_at=_opener(node, child), blocked=ctx.leftmost and atom)
+    if ctx.leftmost and not first:
+        ctx = dataclasses.replace(ctx, leftmost=False)
+    header = _header(node, child)
+    if header is not None:
+        kind, colon_at, blocked_at = header
+        ctx = dataclasses.replace(ctx, header=kind, colon_at=colon_at, blocked=False, blocked_at=blocked_at,
+                                  leftmost=True)
+    elif type(node) in (cst.FunctionDef, cst.ClassDef, cst.For, cst.With, cst.Match):
+        ctx = dataclasses.replace(ctx, header=None, colon_at=None, blocked=False, leftmost=False)
     if isinstance(node, cst.CompFor) and child is node.iter or isinstance(node, cst.CompIf) \
             or isinstance(node, cst.StarredDictElement):
         ctx = dataclasses.replace(ctx, bare_disjunction=True)
@@ -171,18 +183,20 @@ def _child_context(node: cst.CSTNode, child: cst.CSTNode, ctx: _Context) -> _Con
     return ctx
 
 
-def _header(node: cst.CSTNode, child: cst.CSTNode) -> Anchor | None:
-    """Where 3.10 reports "expected ':'" for a class whose arguments are cut short: their `(`.
-    (For the other headers it is the outermost bracket opened inside the expression.)"""
-    if isinstance(node, cst.ClassDef) and (child in node.bases or child in node.keywords):
-        return node.lpar, False
+def _header(node: cst.CSTNode, child: cst.CSTNode) -> tuple[str, Anchor | None, Anchor | None] | None:
+    """For an expression in a statement header: its kind ("first" or "with", see _Context),
+    where "expected ':'" is reported from the start (a class's `(`), and where it is reported
+    when nothing of the expression parses (a function's `->`)."""
+    kind = type(node)
+    if kind is cst.ClassDef and (child in node.bases or child in node.keywords):
+        return "first", (node.lpar, False), None
+    if kind is cst.FunctionDef and child is node.returns:
+        return "first", None, (node.returns.whitespace_before_indicator, True)
+    if kind is cst.For and child is node.iter:
+        return "first", None, None
+    if kind is cst.With and child in node.items:
+        return "with", (node.lpar, False) if type(node.lpar) is cst.LeftParen else None, None
     return None
-
-
-def _starts_header(node: cst.CSTNode, child: cst.CSTNode) -> bool:
-    return (isinstance(node, cst.ClassDef) and (child in node.bases or child in node.keywords)
-            or isinstance(node, cst.For) and child is node.iter or isinstance(node, cst.WithItem)
-            or isinstance(node, cst.FunctionDef) and child is node.returns)
 
 
 def _opener(node: cst.CSTNode, child: cst.CSTNode) -> Anchor:
@@ -331,8 +345,14 @@ def _starred_subscript(index: cst.Index, ctx: _Context, parents: dict, contexts:
     subscript = _enclosing_subscript(index, parents)
     outer = contexts.get(id(subscript), _Context())
     retry = _retry(subscript, parents, outer.brackets or bool(subscript.lpar))
-    if ctx.in_header and ctx.colon_at is not None:
-        return Feature(what, ref, (3, 11), index, error="expected ':'", generic=False, report=ctx.colon_at)
+    colon, blocked = outer.colon_at, outer.blocked
+    if colon is None and subscript.lpar:  # its own parentheses are the first bracket of the header
+        colon, blocked = (subscript.lpar[0], False), outer.leftmost
+    if outer.header == "first" and not blocked or outer.header == "with" and colon is None:
+        return Feature(what, ref, (3, 11), index, error="expected ':'", generic=False,
+                       report=colon or (subscript.lbracket, False))
+    if outer.header == "first" and outer.blocked_at is not None:
+        return Feature(what, ref, (3, 11), index, error="expected ':'", generic=False, report=outer.blocked_at)
     if retry is not None:
         start = _left_extension(subscript, parents)
         parent = parents.get(id(start))

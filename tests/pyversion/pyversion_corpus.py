@@ -16,7 +16,7 @@ QUOTES = ['"', "'", '"""', "'''"]
 def snippets() -> list[str]:
     out: list[str] = []
     for group in (_pep701(), _fstring_variants(), _continuations(), _fstring_errors(), _grammar(), _mixed(),
-                  _everywhere()):
+                  _training_code(), _headers(), _everywhere()):
         for snippet in group:
             if snippet not in out:
                 out.append(snippet)
@@ -276,6 +276,112 @@ def _mixed() -> list[str]:
     for feature, tail in itertools.product(features[:6], tails):
         out.append(feature + tail)
     return out
+
+
+def _training_code() -> list[str]:
+    """Lines as training scripts write them, with f-strings and PEP 646 subscripts (written after
+    the first clean run, to test what the rules had not been tuned on; one message they got
+    wrong is fixed)."""
+    return [
+        'log0(f"step:{step}/{args.iterations} val_loss:{val_loss:.4f} val_bpb:{val_bpb:.4f} "\n'
+        '     f"train_time:{training_time_ms:.0f}ms")\n',
+        'log0(f"{k}:{v}" for k, v in sorted(vars(args).items()))\n',
+        'print(f"model_params:{sum(p.numel() for p in model.parameters())}")\n',
+        'log(f"ttt_chunk [{ci+1}/{num_chunks}] bpb={bpb:.6f} time={time.perf_counter()-t0:.1f}s")\n',
+        'log(f"{name}: {", ".join(f"{x:.3f}" for x in vals)}")\n',
+        'log(f"{name}: {\', \'.join(f\'{x:.3f}\' for x in vals)}")\n',
+        'msg = f"{cfg["model"]["dim"]}x{cfg["model"]["layers"]}"\n',
+        'msg = f"{cfg[\'model\'][\'dim\']}x{cfg[\'model\'][\'layers\']}"\n',
+        'print(f"{"=" * 40}")\n',
+        'print(f"{\'=\' * 40}")\n',
+        'path = f"{os.environ.get("DATA_PATH", "./data")}/shards"\n',
+        'path = f"{os.environ.get(\'DATA_PATH\', \'./data\')}/shards"\n',
+        'def f():\n    for i in range(3):\n        if i:\n            print(f"{i:>{width}} {names[i]!r}")\n',
+        'x = (\n    f"a {b}"\n    f" c {d["e"]}"\n    " tail"\n)\n',
+        'x = f"{a}" if cond else f"{b["c"]}"\n',
+        'assert ok, f"bad value {val!r} for {key}"\n',
+        'raise SystemExit(f"missing {", ".join(missing)}")\n',
+        'table = "\\n".join(f"{k:<20}{v}" for k, v in rows)\n',
+        'table = "\\n".join(f"{k:<20}{"-" if v is None else v}" for k, v in rows)\n',
+        'header = f"""\n{title}\n{"-" * len(title)}\n"""\n',
+        "header = f'''\n{title}\n{'-' * len(title)}\n'''\n",
+        'x = f"{x!r:^{w}}" f"{y=}"\n',
+        'sizes = {f"{n}": s for n, s in zip(names, sizes)}\n',
+        'sizes = {f"{n["id"]}": s for n, s in zip(names, sizes)}\n',
+        'with open(f"{out_dir}/{run_id}.txt", "w") as fh:\n    fh.write(f"{log}\\n")\n',
+        'with open(f"{out_dir}/{run_id}.txt", "w") as fh:\n    fh.write(f"{"\\n".join(log)}")\n',
+        'class A:\n    def __repr__(self):\n        return f"A({self.x!r}, {self.y!r})"\n',
+        'class A:\n    def __repr__(self):\n        return f"A({", ".join(map(repr, self.items))})"\n',
+        'lambda x: f"{x:08.3f}"\n',
+        'x = [f"{i}" for i in range(10) if f"{i}" != "3"]\n',
+        'x = [f"{i["k"]}" for i in items]\n',
+        'import torch\n@torch.no_grad()\ndef ev():\n    return f"{loss.item():.4f}"\n',
+        'def g(*shape: *Ts) -> Array[*Ts]: ...\n',
+        'def g[T](x: T) -> list[T]:\n    return [x]\n',
+        'class Model[T: nn.Module](Base):\n    pass\n',
+        'type Pair[K, V] = tuple[K, V]\n',
+        'try:\n    run()\nexcept* RuntimeError as eg:\n    for e in eg.exceptions:\n        print(e)\n',
+        'buf = torch.empty(*shape)[*idx]\n',
+        'out = x[..., *extra]\n',
+        'def f(x):\n    return x[*x.shape[:-1], 0]\n',
+        'print(f"{x[*a]}")\n',
+        'y = {k: v[*i] for k, v in d.items()}\n',
+        'for i in range(n):\n    z = arr[*pos, i]\n',
+        'if a:\n    pass\nelif b[*c]:\n    pass\n',
+        'with torch.autocast("cuda", dtype=t[*a]):\n    pass\n',
+        'q = t"{user} says {msg!r}"\n',
+        'try:\n    x()\nexcept ValueError, KeyError:\n    pass\n',
+        'def f():\n    try:\n        return 1\n    finally:\n        return 2\n',
+        'x = f"{a}"  # comment with "quotes" and {braces}\ny = f"{b["c"]}"\n',
+        'x = f"{a:{b}.{c}f}" + f"{d:{e!r}}"\n',
+        'x = rf"\\d+{n}\\s" + Rf"{m}\\w"\n',
+        'x = f"{a}" b"c"\n',
+        'x = f"\\{a}"\n',
+        'x = f"{a!r}!r"\n',
+        'x = f"{{{a}}}"\n',
+        'x = f"{a}}}}"\n',
+        'x = f"{{}}"\n',
+        'x = f"{ {a: b}[a] }"\n',
+        'x = f"{[a for a in b]}"\n',
+        'x = f"{(lambda: 1)()}"\n',
+        'x = f"{a if b else c}"\n',
+        'x = f"{a:{"x" if b else "y"}}"\n',
+        'x = f"{a:{\'x\' if b else \'y\'}}"\n',
+        'x = f"{\n  a\n}"\n',
+        "x = f'''{\n  a\n}'''\n",
+        "x = f'''{\n  a  # why\n}'''\n",
+        'x = f"{a}" f"{b}" f"{c["d"]}" f"{e}"\n',
+    ]
+
+
+def _headers() -> list[str]:
+    """Starred subscripts in statement headers, where 3.10 forces a ':' or does not."""
+    return [
+        'for v in f(x[*a]):\n pass\n',
+        'for v in f(k=x[*a]):\n pass\n',
+        'with f(x[*a]):\n pass\n',
+        'with f(x[*a]) as g:\n pass\n',
+        'with a as f[x[*a]]:\n pass\n',
+        'def f() -> g(x[*a]):\n pass\n',
+        'def f() -> tuple[int, x[*a]]:\n pass\n',
+        'class C(f(x[*a])):\n pass\n',
+        'with a, x[*a]:\n pass\n',
+        'with (x[*a]):\n pass\n',
+        'for v in (x[*a]):\n pass\n',
+        'for v in a, x[*a]:\n pass\n',
+        'async def f():\n async with x[*a]:\n  pass\n',
+        'async def f():\n async for v in x[*a]:\n  pass\n',
+        'for v in [x[*a]]:\n pass\n',
+        'for v in -f(x[*a]):\n pass\n',
+        'for v in (a)(x[*a]):\n pass\n',
+        'def f() -> (x[*a]):\n pass\n',
+        'def f() -> [x[*a]]:\n pass\n',
+        'class C((x[*a])):\n pass\n',
+        'for v in x.y[*a]:\n pass\n',
+        'for v in (a + x[*a]):\n pass\n',
+        'for v in a + (x[*a]):\n pass\n',
+        'with a as (x[*a]):\n pass\n',
+    ]
 
 
 def _everywhere() -> list[str]:
