@@ -41,17 +41,15 @@ class Token:
 @dataclasses.dataclass(frozen=True)
 class LexError:
     """The first tokenizer error. `at` is where the parser meets it (for ordering against parser
-    errors); `pos` is where CPython reports it, or `line` overrides the line of `pos`.
-    `sets_exception`: raised inside the tokenizer, so it also replaces a later generic
-    "invalid syntax" (3.10 scans the rest of the file for these). `open_bracket`: the
-    error is end of file inside brackets, reported at that bracket."""
+    errors); `pos` is the character CPython points at. `sets_exception`: raised inside the
+    tokenizer, so it also replaces a later generic "invalid syntax" (3.10 scans the rest of the
+    file for these). `open_bracket`: the error is the end of the file inside brackets, reported
+    at that bracket."""
 
     message: str
     at: int
-    pos: int  # the character CPython points at
-    kind: str = "SyntaxError"
+    pos: int
     sets_exception: bool = True
-    line: int | None = None
     open_bracket: int | None = None
 
 
@@ -239,6 +237,11 @@ def _name_end(src: str, i: int) -> int:
     return j
 
 
+def _indentation(message: str, pos: int) -> TokenizeError:
+    # 3.10 reports these through the parser, so they never replace an earlier error.
+    return TokenizeError(LexError(message, pos, pos, sets_exception=False))
+
+
 def tokenize(src: str) -> Lexed:
     """All tokens of `src` (normalized) up to the first tokenizer error, and that error."""
     tokens: list[Token] = []
@@ -278,15 +281,12 @@ def generate(src: str, start: int = 0, in_brackets: bool = False):
                 top_col, top_alt = indents[-1]
                 if col == top_col:
                     if alt != top_alt:
-                        raise TokenizeError(LexError("inconsistent use of tabs and spaces in indentation", j, j,
-                                             "TabError", False))
+                        raise _indentation("inconsistent use of tabs and spaces in indentation", j)
                 elif col > top_col:
                     if len(indents) >= MAXINDENT:
-                        raise TokenizeError(LexError("too many levels of indentation", j, j,
-                                             "IndentationError", False))
+                        raise _indentation("too many levels of indentation", j)
                     if alt <= top_alt:
-                        raise TokenizeError(LexError("inconsistent use of tabs and spaces in indentation", j, j,
-                                             "TabError", False))
+                        raise _indentation("inconsistent use of tabs and spaces in indentation", j)
                     indents.append((col, alt))
                     yield Token(INDENT, j, j)
                 else:
@@ -294,11 +294,9 @@ def generate(src: str, start: int = 0, in_brackets: bool = False):
                         indents.pop()
                         yield Token(DEDENT, j, j)
                     if col != indents[-1][0]:
-                        raise TokenizeError(LexError("unindent does not match any outer indentation level", j, j,
-                                             "IndentationError", False))
+                        raise _indentation("unindent does not match any outer indentation level", j)
                     if alt != indents[-1][1]:
-                        raise TokenizeError(LexError("inconsistent use of tabs and spaces in indentation", j, j,
-                                             "TabError", False))
+                        raise _indentation("inconsistent use of tabs and spaces in indentation", j)
             i = j
         i = _SPACES.match(src, i).end()
         here = i

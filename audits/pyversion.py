@@ -18,12 +18,11 @@ import functools
 import keyword
 import re
 import sys
-import threading
 import warnings
 
 import libcst as cst
 
-from audits import cstnodes, fstring310, lex310, stdlib_api, syntax_features
+from audits import bigstack, cstnodes, fstring310, lex310, stdlib_api, syntax_features
 from audits.syntax_features import Anchor, Feature
 
 MAX_SOURCE = 2_000_000  # characters; a larger source is reported as not analysed
@@ -31,8 +30,6 @@ MAX_NESTING = 500  # expression nesting above which libcst is not run (its parse
 PEP701 = (3, 12)
 SYNTAX, ERROR, STDLIB = "PY_SYNTAX_TOO_NEW", "PY_SYNTAX_ERROR", "PY_STDLIB_TOO_NEW"
 HOST = sys.version_info[:2]
-_THREAD_STACK = 256 * 1024 * 1024
-_RECURSION = 20_000
 _EVERYWHERE = ("(unicode error)", "(value error)", "bytes can only contain", "cannot mix bytes")
 _COMMA = "invalid syntax. Perhaps you forgot a comma?"
 _END_OPS = {";", "=", ":", ":=", "->", "+=", "-=", "*=", "/=", "//=", "%=", "@=", "&=", "|=", "^=", ">>=",
@@ -69,7 +66,7 @@ def label(version: tuple[int, int]) -> str:
     return f"{version[0]}.{version[1]}"
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=16)
 def analyse(source: str, target: tuple[int, int] = (3, 10)) -> Analysis:
     """Everything in `source` that Python `target` rejects: syntax, and standard-library names it
     lacks. Never runs the code; never raises on hostile input."""
@@ -154,7 +151,7 @@ class _Analyser:
 
     def run(self) -> Analysis:
         lexed = lex310.tokenize(self.src)
-        host = _host_verdict(self.src)
+        host = bigstack.run(_host_verdict, self.src)
         problems: list[Problem] = []
         reading = _Reading(None, syntax_features.Walk([], []), [])
         nesting = _nesting(self.src, lexed.tokens)
@@ -169,7 +166,7 @@ class _Analyser:
             host_line = host[2] if host else None
             lex_line = _line(self.src, lexed.error.pos) if lexed.error else None
             try:
-                reading = _in_big_thread(_read, self.src, (host_line, lex_line))
+                reading = bigstack.run(_read, self.src, (host_line, lex_line))
             except RecursionError:
                 problems.append(too_deep)
         walked, uses, parse_error = reading.walked, reading.uses, reading.error
@@ -181,7 +178,7 @@ class _Analyser:
         nodes = walked.anchors(with_atoms=check_fstrings) + [use.node for use in uses]
         if nodes and reading.module is not None:
             try:
-                self.spans = _in_big_thread(cstnodes.spans, reading.module, nodes)
+                self.spans = bigstack.run(cstnodes.spans, reading.module, nodes)
             except RecursionError:
                 problems.append(too_deep)
                 walked, uses, check_fstrings = syntax_features.Walk([], []), [], False
@@ -430,9 +427,9 @@ class _Analyser:
             line, col = self.lines.place(err.pos)
             if host_parse is not None and host_parse.line < line:
                 return dataclasses.replace(host_parse, message=host[1])
-            rule = ERROR if err.message.startswith(_EVERYWHERE) or (host and host[2] == line) and not any(
-                p.rule == SYNTAX and p.line == line for p in problems) else SYNTAX
-            return Problem(rule, line, col, err.message)
+            # Blamed on a newer feature unless the error is one every Python reports.
+            everywhere = err.message.startswith(_EVERYWHERE) or host_parse is not None and host_parse.line == line
+            return Problem(ERROR if everywhere else SYNTAX, line, col, err.message)
         if host_parse is not None:
             return dataclasses.replace(host_parse, message=host[1])
         late = [(self.lines.place(s.pos), s.message) for s in self.stops if s.compile_stage]
@@ -447,14 +444,14 @@ class _Analyser:
     # --- errors every Python reports ----------------------------------------------------------
 
     def _everywhere(self, host, newer: list[Problem], parse_error) -> list[Problem]:
-        """This interpreter's compile error, unless a feature newer than it explains it."""
-        problems = newer
+        """This interpreter's compile error, unless a feature newer than it explains it (one at
+        or before the error when parsing, at its line when compiling)."""
         out = []
         if host:
             stage, message, line, col = host
-            explained = stage == "parse" and any(
+            explained = any(
                 p.rule == SYNTAX and p.severity != "WARN" and p.needs is not None and p.needs > HOST
-                and p.line <= line for p in problems)
+                and (p.line <= line if stage == "parse" else p.line == line) for p in newer)
             if not explained:
                 out.append(Problem(ERROR, line, col, f"no Python compiles this: SyntaxError: {message} "
                                    f"(as Python {label(HOST)} reports it)"))
@@ -541,34 +538,6 @@ def _rough_nesting(text: str) -> int:
             run += 1
         deepest = max(deepest, depth + run)
     return deepest
-
-
-def _in_big_thread(fn, *args):
-    """Run `fn` on a thread with a large stack and a deep recursion limit: libcst's parser and
-    its code generation recurse once per level of the syntax tree."""
-    result: list = []
-
-    def work():
-        try:
-            result.append(fn(*args))
-        except RecursionError as exc:
-            result.append(exc)
-
-    old_stack = threading.stack_size(_THREAD_STACK)
-    old_limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old_limit, _RECURSION))
-    try:
-        thread = threading.Thread(target=work, name="pgolf-pyversion")
-        thread.start()
-        thread.join()
-    finally:
-        threading.stack_size(old_stack)
-        sys.setrecursionlimit(old_limit)
-    if not result:
-        raise RuntimeError("the syntax analysis thread stopped without a result")
-    if isinstance(result[0], RecursionError):
-        raise result[0]
-    return result[0]
 
 
 @dataclasses.dataclass

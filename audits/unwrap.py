@@ -23,6 +23,8 @@ import posixpath
 import zlib
 from collections.abc import Callable
 
+from audits import bigstack
+
 LIMIT = 16_000_000  # bytes a payload may decompress to
 MAX_LAYERS = 8
 _LZMA_CONSTANTS = ("FORMAT_", "FILTER_", "PRESET_", "CHECK_", "MF_", "MODE_")
@@ -108,7 +110,7 @@ def _exec_call(text: str) -> tuple[ast.Call, dict] | None:
     if "exec" not in text:
         return None
     try:
-        tree = ast.parse(text)
+        tree = bigstack.run(ast.parse, text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     env: dict[str, object] = {}
