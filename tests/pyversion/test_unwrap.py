@@ -148,7 +148,7 @@ def test_a_decompression_bomb_is_refused_within_the_bound(compress, name):
     started = time.perf_counter()
     result = unwrap.unwrap(text, "train_gpt.py", _no_files, limit=4_000_000)
     assert "decompresses to more than 4,000,000 bytes" in result.error
-    assert time.perf_counter() - started < 5
+    assert time.perf_counter() - started < 60, "a hang, not a slow machine"
 
 
 def test_code_pgolf_will_not_run_is_an_error():
