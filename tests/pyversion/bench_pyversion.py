@@ -35,10 +35,10 @@ def _script(with_features: bool) -> str:
         # before a top-level definition that no decorator precedes
         if with_features and line.startswith(("def ", "class ")) and out and not out[-1].strip():
             out += ['log(f"{", ".join(names)}")', "type Alias = int", "import tomllib", ""]
+        if size >= SIZE and line[:1] not in ("", " ", "#", ")", "]", "}"):
+            break  # at a top-level statement, so the file stays valid
         out.append(line)
         size += len(line) + 1
-        if size >= SIZE:
-            break
     return "\n".join(out) + "\n"
 
 
