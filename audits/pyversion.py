@@ -35,7 +35,7 @@ _COMMA = "invalid syntax. Perhaps you forgot a comma?"
 _END_OPS = {";", "=", ":", ":=", "->", "+=", "-=", "*=", "/=", "//=", "%=", "@=", "&=", "|=", "^=", ">>=",
             "<<=", "**="}
 _END_WORDS = {"for", "async", "as", "import", "from"}
-_SEPARATORS = {",", ";", "=", "(", "[", "{", ")", "]", "}"}
+_SEPARATORS = {",", ";", "="}
 _CHAIN_WORDS = {"not", "and", "or", "is", "in", "if", "else", "lambda", "await"}
 _PLAIN_FIELD = re.compile(r"[ \t]*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)(?:\(\))?[ \t]*")
 _ROUGH = re.compile(r"[()\[\]{},;=\n]|[-+*/%&|^~<>@.]|\b(?:not|and|or|is|in|if|else|lambda|await)\b")
@@ -85,11 +85,10 @@ def analyse(source: str, target: tuple[int, int] = (3, 10)) -> Analysis:
 @dataclasses.dataclass(frozen=True)
 class _Err:
     """A syntax error as CPython 3.10 reports it: its message and the file offset it points at.
-    `prefixed`: it already carries the "f-string: " of the field parser that raised it."""
+    Inside an f-string field the message carries the "f-string: " of the parser that raised it."""
 
     message: str
     pos: int
-    prefixed: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -287,9 +286,7 @@ class _Analyser:
             if si < len(stops) and (stops[si].at == start or tok.kind != lex310.STRING and stops[si].at < end):
                 return self._resolve(region, stops[si])
             if tok.kind == lex310.STRING:
-                m = k
-                while m < len(tokens) and tokens[m].kind == lex310.STRING:
-                    m += 1
+                m = _run_end(tokens, k)
                 if m == len(tokens):
                     break  # reading the token after the literals fails first
                 err = self._run(region, tokens[k:m], tokens[m])
@@ -304,11 +301,11 @@ class _Analyser:
     def _lex_error(self, region: _Region, error: lex310.LexError) -> _Err:
         # Raised inside the tokenizer: no "f-string: "; otherwise the field parser adds it.
         prefix = "" if error.sets_exception else region.prefix
-        return _Err(prefix + error.message, region.to_file(error.pos), prefixed=True)
+        return _Err(prefix + error.message, region.to_file(error.pos))
 
     def _resolve(self, region: _Region, stop: _Stop) -> _Err:
         if not stop.generic:
-            return _Err(region.prefix + stop.message, stop.pos, prefixed=True)
+            return _Err(region.prefix + stop.message, stop.pos)
         # 3.10's second pass re-reads the statement with its error rules, running the actions of
         # the string literals it passes over.
         if stop.retry is not None:
@@ -317,7 +314,7 @@ class _Analyser:
             if err is not None:
                 return err
             if in_brackets or region.field is not None:
-                return _Err(region.prefix + _COMMA, a_start, prefixed=True)
+                return _Err(region.prefix + _COMMA, a_start)
             if bare:
                 err = self._runs_between(region, value_end, self._star_expressions_end(region, value_end))
                 if err is not None:
@@ -334,16 +331,14 @@ class _Analyser:
             if error.open_bracket is not None and \
                     _line(region.text, error.open_bracket) < _line(region.text, region.to_text(stop.pos)):
                 return self._lex_error(region, error)
-        return _Err(region.prefix + "invalid syntax", stop.pos, prefixed=True)
+        return _Err(region.prefix + "invalid syntax", stop.pos)
 
     def _runs_between(self, region: _Region, start: int, end: int) -> _Err | None:
         tokens = region.lexed.tokens
         k = 0
         while k < len(tokens) and region.to_file(tokens[k].start) < end:
             if tokens[k].kind == lex310.STRING and region.to_file(tokens[k].start) >= start:
-                m = k
-                while m < len(tokens) and tokens[m].kind == lex310.STRING:
-                    m += 1
+                m = _run_end(tokens, k)
                 if m == len(tokens):
                     return None
                 err = self._run(region, tokens[k:m], tokens[m])
@@ -398,7 +393,7 @@ class _Analyser:
                         return found.detail
                     message = found.message
             if message is not None:
-                return _Err(region.prefix + message, region.to_file(lookahead.start), prefixed=True)
+                return _Err(region.prefix + message, region.to_file(lookahead.start))
         return None
 
     def _field(self, region: _Region, token_start: int, start: int, end: int) -> fstring310.FstringError | None:
@@ -480,6 +475,13 @@ def _assemble(problems: list[Problem], first: Problem | None) -> Analysis:
             unique[match] = dataclasses.replace(unique[match], first=True)
     unique.sort(key=lambda p: (p.line, p.column, p.rule))
     return Analysis(tuple(unique), first)
+
+
+def _run_end(tokens: list[lex310.Token], k: int) -> int:
+    """The index after the adjacent string literals starting at `k`."""
+    while k < len(tokens) and tokens[k].kind == lex310.STRING:
+        k += 1
+    return k
 
 
 def _plain_name(expression: str) -> bool:
