@@ -452,8 +452,9 @@ class _Analyser:
                                    f"(as Python {label(HOST)} reports it)"))
         elif parse_error is not None:
             line, col, message = parse_error
-            out.append(Problem(ERROR, line, col, f"pgolf's parser cannot read this ({message}), though "
-                               f"Python {label(HOST)} compiles it: newer syntax?", severity="WARN"))
+            out.append(Problem(ERROR, line, col, f"libcst, pgolf's parser, cannot read this statement "
+                               f"({message}) though Python {label(HOST)} compiles it; the grammar checks "
+                               f"after it are incomplete", severity="WARN"))
         return out
 
 
