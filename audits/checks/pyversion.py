@@ -71,8 +71,9 @@ def py_syntax_too_new(sub, options):
     against a real 3.10 on over a thousand snippets); for a 3.11 target the same rules apply,
     as 3.11 did not change f-strings. When several problems share one statement, 3.10's
     error-recovery pass can pick a different one first than pgolf says. Features are read with
-    libcst; if libcst cannot read the file (it is invalid in every Python, see PY_SYNTAX_ERROR),
-    only the f-string rules run. Expressions nested more than 500 levels deep are not
+    libcst; where libcst cannot read a statement (source invalid in every Python, see
+    PY_SYNTAX_ERROR, or rarely valid code libcst does not know), the statements before it are
+    still read and the f-string rules still run on the whole file. Expressions nested more than 500 levels deep are not
     walked (a warning says so).
     """
     yield from _problems(sub, options, pyversion.SYNTAX)
