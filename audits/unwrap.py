@@ -80,7 +80,7 @@ def unwrap(text: str, rel: str, read_sibling: ReadSibling, limit: int = LIMIT) -
             if len(layers) == MAX_LAYERS:
                 raise Unreadable(f"more than {MAX_LAYERS} nested wrappers")
             node, env = call
-            interp = _Interpreter(env, where or rel, read_sibling, limit)
+            interp = _Interpreter(env, rel, read_sibling, limit)  # exec keeps the outer __file__
             value = interp.evaluate(node.args[0])
             steps = tuple(reversed(interp.steps))  # evaluated inside out; shown outside in
             layers.append(Layer(where, node.lineno, steps))
