@@ -34,6 +34,9 @@ def minify(source: str) -> str:
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     except (tokenize.TokenError, SyntaxError, IndentationError) as exc:
         raise MinifyError(str(exc)) from exc
+    bad = next((t for t in tokens if t.type == token.ERRORTOKEN and t.string.strip()), None)
+    if bad is not None:
+        raise MinifyError(f"cannot tokenize {bad.string!r} at line {bad.start[0]}")
     lines = source.splitlines(keepends=True)
     out: list[str] = []
     depth = 0
@@ -135,6 +138,20 @@ def wrap(source: str) -> str:
     """A one-file self-extracting script that runs `source`: lzma (raw LZMA2) + base85."""
     packed = lzma.compress(source.encode("utf-8"), format=lzma.FORMAT_RAW, filters=_LZMA_FILTERS)
     return WRAPPER_HEAD + base64.b85encode(packed).decode("ascii") + WRAPPER_TAIL
+
+
+def unwrap(text: str, limit: int = 8 * 1024 * 1024) -> str | None:
+    """The source inside a wrapper that `wrap` wrote, or None when `text` is not exactly one (or
+    its payload does not decode, or decodes to more than `limit` bytes). Never executes anything."""
+    if not (text.startswith(WRAPPER_HEAD) and text.endswith(WRAPPER_TAIL)):
+        return None
+    try:
+        packed = base64.b85decode(text[len(WRAPPER_HEAD):-len(WRAPPER_TAIL)])
+        decompressor = lzma.LZMADecompressor(format=lzma.FORMAT_RAW, filters=[{"id": lzma.FILTER_LZMA2}])
+        data = decompressor.decompress(packed, max_length=limit)
+        return data.decode("utf-8") if decompressor.eof else None
+    except (ValueError, lzma.LZMAError):  # UnicodeDecodeError is a ValueError
+        return None
 
 
 def compact_form(source: str) -> str:

@@ -37,6 +37,7 @@ class AuditOptions:
     p_threshold: float = 0.01
     base_ref: str | None = None
     smoke: bool = False
+    smoke_forward: bool = False
 
     def selected(self, rule_id: str) -> bool:
         if self.only and rule_id not in self.only:

@@ -24,7 +24,9 @@ class Finding:
     `file` is relative to the submission folder; `line` and `column` point into that file, or into
     its unwrapped source when `via` says the file is a self-extracting wrapper (lines are 1-based,
     columns 0-based). `evidence` is the text the finding rests on (a log line, a code excerpt);
-    `hint` says what to do; `source` is the rule text or ruling behind it.
+    `hint` says what to do; `source` is the rule text or ruling behind it. `unchecked` marks an
+    INFO saying the rule could not be decided here (no --base, a file that does not parse), so
+    that summaries never count it as a pass.
     """
 
     rule: str
@@ -39,6 +41,7 @@ class Finding:
     via: str | None = None
     confidence: str = "high"
     waived: str | None = None
+    unchecked: bool = False
 
     def location(self) -> str:
         """`file:line:col` as far as known, for people and for editors."""
@@ -65,4 +68,5 @@ class Finding:
             "via": self.via,
             "confidence": self.confidence,
             "waived": self.waived,
+            "unchecked": self.unchecked,
         }

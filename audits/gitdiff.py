@@ -40,9 +40,11 @@ def changed_paths(repo: Path, base: str) -> list[tuple[str, str]]:
 
 
 def added_folders(changes: list[tuple[str, str]]) -> list[str]:
-    """Records folders (`records/track_*/NAME`) that the change touches, in order."""
+    """Records folders (`records/track_*/NAME`) in which the change adds files, in order."""
     folders = []
-    for _, path in changes:
+    for status, path in changes:
+        if status != "A":
+            continue
         parts = path.split("/")
         if len(parts) >= 4 and parts[0] == "records" and parts[1].startswith("track_"):
             folder = "/".join(parts[:3])

@@ -16,6 +16,7 @@ from audits.submission import LOG_LIMIT, InputError, read_bounded
 from audits.waivers import load_waivers
 from pgolf_cli import console
 from pgolf_cli.errors import PgolfError
+from pgolf_cli.smoke_option import resolve_smoke, smoke_option
 
 
 def _rule_list(ctx, param, value: str | None) -> frozenset[str]:
@@ -87,11 +88,14 @@ def _baseline(bpb: str | None, run_logs: tuple[str, ...]) -> Baseline | None:
               metavar="LOG", help="Previous record's seed logs (repeatable).")
 @click.option("--p-threshold", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01,
               show_default=True, help="Significance threshold (organizers later used 0.25).")
-@click.option("--smoke/--no-smoke", default=False, help="CPU smoke import in a sandbox (not built yet).")
+@smoke_option
+@click.option("--smoke-forward", is_flag=True,
+              help="With the smoke import, also build the model with tiny shapes and run one forward "
+                   "pass (reported, never failed on).")
 @click.option("--list-rules", is_flag=True, help="List every rule and exit.")
 @click.option("--explain", metavar="RULE", help="Explain one rule and exit.")
 def audit_command(paths, fmt, output, strict, only, skip, waive, waiver_files, python, base,
-                  baseline_bpb, baseline_run, p_threshold, smoke, list_rules, explain):
+                  baseline_bpb, baseline_run, p_threshold, smoke, smoke_forward, list_rules, explain):
     """Check records folders (or a PR's change, with --base) against every rule.
 
     \b
@@ -111,8 +115,9 @@ def audit_command(paths, fmt, output, strict, only, skip, waive, waiver_files, p
         return
     if not paths:
         raise click.UsageError("give at least one records folder (or use --list-rules)")
-    if smoke:
-        raise PgolfError("the sandboxed smoke import is not built yet; run without --smoke")
+    smoke = resolve_smoke(smoke)
+    if smoke_forward and not smoke:
+        raise PgolfError("--smoke-forward needs the smoke import; drop --no-smoke")
     try:
         waivers = load_waivers(waive, waiver_files)
     except InputError as exc:
@@ -122,7 +127,7 @@ def audit_command(paths, fmt, output, strict, only, skip, waive, waiver_files, p
         python_origin="--python" if python else AuditOptions.python_origin,
         only=only, skip=skip, strict=strict, waivers=waivers,
         baseline=_baseline(baseline_bpb, baseline_run), p_threshold=p_threshold,
-        base_ref=base, smoke=smoke)
+        base_ref=base, smoke=smoke, smoke_forward=smoke_forward)
     try:
         report = api.audit(paths, options)
     except InputError as exc:

@@ -9,7 +9,11 @@ import click
 from audits import __version__
 from audits.submission import InputError
 from pgolf_cli.audit_cmd import audit_command
+from pgolf_cli.data_cmd import data_group
 from pgolf_cli.errors import PgolfError
+from pgolf_cli.package_cmd import package_command
+from pgolf_cli.review_cmd import review_command
+from pgolf_cli.train_cmd import train_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -35,11 +39,11 @@ def _not_built(name: str, what: str) -> click.Command:
 
 
 cli.add_command(audit_command)
-for _name, _what in (("train", "Train a model with the state-of-the-art recipe"),
-                     ("package", "Build a records folder from training runs"),
-                     ("review", "Render the audit of a PR as a review comment"),
-                     ("data", "Train a tokenizer and write or verify token shards"),
-                     ("demo", "Run the whole loop on the embedded sample corpus")):
+cli.add_command(package_command)
+cli.add_command(review_command)
+cli.add_command(train_command)
+cli.add_command(data_group)
+for _name, _what in (("demo", "Run the whole loop on the embedded sample corpus"),):
     cli.add_command(_not_built(_name, _what))
 
 

@@ -1,3 +1,5 @@
 """Every family of checks; importing this package registers them all."""
 
-from audits.checks import budgets, layout, metadata, pyversion, requirements, significance, valdata  # noqa: F401
+from audits.checks import (  # noqa: F401
+    budgets, layout, legality, metadata, pyversion, requirements, significance, smoke, valdata,
+)

@@ -33,10 +33,10 @@ def layout_not_single_folder(sub, options):
     """
     if sub.changes is None:
         yield found("LAYOUT_NOT_SINGLE_FOLDER", "the change was not checked (no --base given)",
-                    severity=Severity.INFO,
+                    severity=Severity.INFO, unchecked=True,
                     hint="Run `pgolf audit REPO --base main` on a checkout to check the PR's layout.")
         return
-    folders = sorted({_folder_of(path) for status, path in sub.changes if _folder_of(path)})
+    folders = sorted({_folder_of(path) for status, path in sub.changes if status == "A" and _folder_of(path)})
     if len(folders) > 1:
         yield found("LAYOUT_NOT_SINGLE_FOLDER",
                     f"the change adds {len(folders)} records folders: " + ", ".join(folders),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from audits import runs
+from audits import codesize, runs
 from audits.findings import Severity
 from audits.registry import check, found
 from audits.stats import mean
@@ -184,6 +184,15 @@ def _bytes(sub, claims):
                         hint="Use the size of the shipped script.")
 
 
+def _wrapped_payload(script) -> str | None:
+    """The code a self-extracting entry script runs, when it is one; None for a plain script."""
+    if script is None:
+        return None
+    if script.unwrapped is not None:
+        return script.unwrapped
+    return codesize.unwrap(script.text) if script.text is not None else None
+
+
 def _script_hashes(script) -> set[str]:
     hashes = {hashlib.sha256(script.data).hexdigest()}
     if script.text is not None:
@@ -205,20 +214,29 @@ def log_source_mismatch(sub, options):
 
     Legal: every log's embedded source equals the shipped file (trailing newlines ignored).
 
-    Known limits: a self-extracting wrapper is compared as shipped; logs that embed nothing cannot
-    be checked. When only a 16-hex marker of the hash survives, the prefix is compared.
+    Known limits: an embedded source is compared with the shipped file as shipped. A `code_sha256:`
+    line is compared with the shipped file and, for a self-extracting wrapper, with its payload; a
+    wrapper whose payload is a minified form of the file that ran (`pgolf package`'s default)
+    cannot be compared from the folder alone, which is a WARN, not a FAIL. Logs that embed nothing
+    cannot be checked. When only a 16-hex marker of the hash survives, the prefix is compared.
     """
     script = sub.scripts.get(ENTRY_SCRIPT)
     hashes = _script_hashes(script) if script is not None else set()
+    payload = _wrapped_payload(script)
+    ran = set() if script is None else {hashlib.sha256(script.data).hexdigest()} | (
+        set() if payload is None else {hashlib.sha256(payload.encode("utf-8")).hexdigest()})
     embedded = []
+    unverifiable: dict[str, list] = {}  # hash a log names -> logs, when the shipped file is a wrapper
     for log in sub.logs:
         p = log.parsed
-        if p.code_sha256 is not None and script is not None:
-            if p.code_sha256.value != hashlib.sha256(script.data).hexdigest():
+        if p.code_sha256 is not None and script is not None and p.code_sha256.value not in ran:
+            if payload is None:
                 yield found("LOG_SOURCE_MISMATCH", f"{log.rel} names a script hash that is not the "
                             f"shipped {ENTRY_SCRIPT}'s", file=log.rel, line=p.code_sha256.line,
                             evidence=p.code_sha256.text,
                             hint="Ship the exact file that ran, or rerun with the shipped file.")
+            else:
+                unverifiable.setdefault(p.code_sha256.value, []).append(log)
         src = p.embedded_source
         if src is None:
             continue
@@ -231,6 +249,7 @@ def log_source_mismatch(sub, options):
                         f"differs from the shipped {ENTRY_SCRIPT}", file=log.rel, line=src.line,
                         evidence=f"embedded sha256 {src.sha256[:16]}, shipped {sorted(hashes)[0][:16]}",
                         hint="Ship the exact file that ran, or rerun with the shipped file.")
+    yield from _wrapper_of_unknown_file(unverifiable)
     if script is None and len({src.sha256[:16] for _, src in embedded}) > 1:
         groups: dict[str, list[str]] = {}
         for log, src in embedded:
@@ -239,6 +258,29 @@ def log_source_mismatch(sub, options):
         yield found("LOG_SOURCE_MISMATCH", f"the logs embed {len(groups)} different sources",
                     severity=Severity.WARN, evidence=detail,
                     hint="Rerun every seed with the one script you ship.")
+
+
+def _wrapper_of_unknown_file(unverifiable: dict[str, list]):
+    """Logs naming a file that a self-extracting entry script may be a minified form of: one WARN
+    when they all name the same file, a FAIL when they name several (one wrapper runs one file)."""
+    if not unverifiable:
+        return
+    logs = [log for group in unverifiable.values() for log in group]
+    first = logs[0].parsed.code_sha256
+    names = ", ".join(log.rel for log in logs)
+    if len(unverifiable) > 1:
+        yield found("LOG_SOURCE_MISMATCH", f"the logs name {len(unverifiable)} different scripts "
+                    f"({names}), but one {ENTRY_SCRIPT} is shipped", file=logs[0].rel,
+                    line=first.line, evidence="; ".join(f"{log.rel}: {h[:16]}" for h, group in
+                                                         unverifiable.items() for log in group),
+                    hint="Rerun every seed with the one script you ship.")
+        return
+    yield found("LOG_SOURCE_MISMATCH", f"{names} name the script that ran; the shipped {ENTRY_SCRIPT} "
+                "is a self-extracting wrapper whose payload is not that file byte for byte (a "
+                "minified form), so the two cannot be compared here", severity=Severity.WARN,
+                file=logs[0].rel, line=first.line, evidence=first.text,
+                hint="Ask for the file that ran and compare its minified form with the payload, or "
+                "ship the readable file (`pgolf package --code-form plain`).")
 
 
 @check("FEWER_THAN_3_SEEDS")

@@ -1,9 +1,17 @@
-"""`--format markdown`: the report as a review a person can read or paste into a PR."""
+"""`--format markdown`: the report as a review a person can read or paste into a PR.
+
+A verdict line, one section per problem (with the place, the code it rests on, the fix and the
+rule), then what was checked and found legal (INFO notes such as "legal score-first adaptation
+at line 77") and which rules were checked with nothing to report. Deterministic: the order is the
+engine's, rules without findings are listed in catalogue order.
+"""
 
 from __future__ import annotations
 
 from audits import __version__, catalogue
 from audits.engine import AuditReport
+from audits.findings import Severity
+from audits.registry import CHECKS
 from audits.report.text import seed_table
 
 
@@ -14,13 +22,26 @@ def _fence(text: str) -> str:
     return f"{fence}\n{text}\n{fence}"
 
 
+def _verdict_line(r, strict: bool) -> str:
+    active = [f for f in r.findings if f.waived is None]
+    fails = sum(1 for f in active if f.severity == Severity.FAIL)
+    warns = sum(1 for f in active if f.severity == Severity.WARN)
+    notes = sum(1 for f in active if f.severity == Severity.INFO)
+    parts = [f"{fails} failure{'s' if fails != 1 else ''}", f"{warns} warning{'s' if warns != 1 else ''}",
+             f"{notes} note{'s' if notes != 1 else ''}"]
+    rules = sorted({f.rule for f in active if f.severity > Severity.INFO})
+    failing = f" ({', '.join(f'`{rule}`' for rule in rules)})" if rules else ""
+    return f"**Verdict: {r.verdict(strict)}** - {', '.join(parts)}{failing}."
+
+
 def render_markdown(report: AuditReport) -> str:
     o = report.options
     out = []
     for r in report.submissions:
         sub = r.submission
-        verdict = r.verdict(o.strict)
-        out.append(f"## pgolf audit: {verdict} - {sub.name}")
+        out.append(f"## pgolf audit: {r.verdict(o.strict)} - {sub.name}")
+        out.append("")
+        out.append(_verdict_line(r, o.strict))
         out.append("")
         out.append(f"Track: {sub.track} ({sub.track_origin}). Target Python: {o.python_label}.")
         rows = seed_table(sub)
@@ -49,10 +70,16 @@ def render_markdown(report: AuditReport) -> str:
         infos = [f for f in r.findings if f.severity == 0]
         if infos:
             out.append("")
-            out.append("### Checked, and noted")
+            out.append("### Checked and found legal, or noted")
             for f in infos:
                 where = f" (`{f.location()}`)" if f.location() else ""
                 out.append(f"- `{f.rule}`{where}: {f.message}")
+        quiet = [rule.id for rule in catalogue.RULES if rule.id in CHECKS and o.selected(rule.id)
+                 and not any(f.rule == rule.id for f in r.findings)]
+        if quiet:
+            out.append("")
+            out.append("### Checked, nothing to report")
+            out.append(", ".join(f"`{rule}`" for rule in quiet) + ".")
         waived = [f for f in r.findings if f.waived]
         if waived:
             out.append("")

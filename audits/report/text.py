@@ -55,7 +55,7 @@ def render_text(report: AuditReport) -> str:
             if f.via:
                 out.append(f"       via: {f.via}")
             if f.evidence:
-                out.append(f"       evidence: {f.evidence}")
+                out.append("       evidence: " + f.evidence.replace("\n", "\n" + " " * 17))
             if f.hint and f.severity > 0:
                 out.append(f"       fix: {f.hint}")
         for error in r.errors:

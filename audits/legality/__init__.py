@@ -1,0 +1,154 @@
+"""Legality analysis of a submission's code: parse every shipped script once, interpret it
+statically from the entry point, and judge what it does to validation data (the #1017
+conditions, the README's data rules). Checks in audits/checks/legality.py read the verdicts.
+
+    analyse(sub) -> Result      cached per set of sources: every rule's check shares one run
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from audits.findings import Severity
+from audits.legality import judge, program
+from audits.legality.interp import Analysis
+from audits.legality.judge import Verdict
+from audits.legality.parse import ParsedScript, parse
+from audits.legality.values import VAL, Event
+
+ENTRY = "train_gpt.py"
+
+
+@dataclasses.dataclass
+class Result:
+    scripts: dict[str, ParsedScript]
+    verdicts: list[Verdict]
+    unparsed: list[str]  # shipped scripts libcst could not parse (the syntax checks report them)
+    entry: tuple[str, ...]
+
+    def of(self, rule: str) -> list[Verdict]:
+        return [v for v in self.verdicts if v.rule == rule]
+
+
+def analyse(sub) -> Result:
+    sources = tuple(sorted((rel, script.source) for rel, script in sub.scripts.items()
+                           if script.source is not None))
+    return analyse_sources(sources)
+
+
+@functools.lru_cache(maxsize=4)
+def analyse_sources(sources: tuple[tuple[str, str], ...]) -> Result:
+    parsed, unparsed = {}, []
+    for rel, source in sources:
+        script = parse(rel, source)
+        if script is None:
+            unparsed.append(rel)
+        else:
+            parsed[rel] = script
+    entry = _entries(parsed)
+    prog = program.build(parsed)
+    analysis = Analysis(prog)
+    run = _imported(prog, entry)
+    for rel in sorted(parsed, key=lambda r: (r in entry, r)):  # imported scripts first
+        analysis.summary(prog.roots[rel])
+    reached = _reachable(prog, analysis, [prog.roots[rel] for rel in run])
+    verdicts: list[Verdict] = []
+    side = _reachable(prog, analysis, [prog.roots[rel] for rel in parsed if rel not in run]) - reached
+    for fn in [*prog.roots.values(), *prog.all_functions]:
+        events = analysis.summary(fn).events
+        if fn.key in reached:
+            verdicts += judge.verdicts(events, reachable=True)
+        elif fn.key in side:
+            verdicts += judge.verdicts(events, reachable=True, side_script=True)
+        else:
+            events = [_as_if_validation(e) for e in events]
+            verdicts += judge.verdicts(events, reachable=False, hypothetical=True)
+    return Result(parsed, _dedupe(verdicts), unparsed, entry)
+
+
+def _entries(parsed: dict[str, ParsedScript]) -> tuple[str, ...]:
+    """The script the run starts from: train_gpt.py, else every top-level script."""
+    if ENTRY in parsed:
+        return (ENTRY,)
+    return tuple(rel for rel in parsed if "/" not in rel)
+
+
+def _imported(prog: program.Program, entry: tuple[str, ...]) -> set[str]:
+    """Entry scripts and the sibling scripts they import, transitively."""
+    run, todo = set(entry), list(entry)
+    while todo:
+        rel = todo.pop()
+        for name in prog.aliases[rel]:
+            other = prog.sibling(rel, name) or _module_script(prog, prog.aliases[rel][name])
+            if other is not None and other not in run:
+                run.add(other)
+                todo.append(other)
+    return run
+
+
+def _module_script(prog: program.Program, dotted: str) -> str | None:
+    rel = dotted.replace(".", "/") + ".py"
+    return rel if rel in prog.scripts else None
+
+
+def _reachable(prog: program.Program, analysis: Analysis, roots) -> set[str]:
+    """Functions the run reaches: called or passed as values, and every method of a class it
+    instantiates (torch calls forward, hooks, __call__ for it)."""
+    reached, todo = set(), list(roots)
+    while todo:
+        fn = todo.pop()
+        if fn.key in reached:
+            continue
+        reached.add(fn.key)
+        summary = analysis.summary(fn)
+        todo += [prog.by_key[key] for key in summary.reaches if key in prog.by_key]
+        for cls in summary.classes:
+            info = prog.classes.get(cls)
+            if info is not None:
+                todo += info.methods.values()
+    return reached
+
+
+def _as_if_validation(event: Event) -> Event:
+    """An event of unreachable code with its parameters read as validation data."""
+    def swap(taint):
+        return frozenset(VAL if label[0] == "param" else label for label in taint)
+    return dataclasses.replace(event, taint=swap(event.taint), state=swap(event.state))
+
+
+def _dedupe(verdicts: list[Verdict]) -> list[Verdict]:
+    """One verdict per rule and statement, the most severe. Where a rule FAILs at a statement,
+    nothing milder of that rule is kept there; a warning keeps its legal note (score-first, but
+    multi-epoch: both are worth reading). Places are statements, not lines, so that no line
+    numbers are needed here (they cost a pass over the source)."""
+    verdicts = _best(verdicts, lambda v: v.site.statement)
+    worst_at: dict[tuple, Severity] = {}
+    for v in verdicts:
+        place = (_family(v.rule), v.site.statement)
+        worst_at[place] = max(worst_at.get(place, Severity.INFO), v.severity)
+    return [v for v in verdicts
+            if v.severity == Severity.FAIL or worst_at[(_family(v.rule), v.site.statement)] < Severity.FAIL]
+
+
+# Rules about the order of training and scoring: a legal note of one of them is void where another
+# fails (an update scored before by a diagnostic pass, but rescored after: PREQUANT_TTT_ON_VAL).
+_ORDER_RULES = {"TTT_SCORE_AFTER_ADAPT", "PREQUANT_TTT_ON_VAL", "VAL_DATA_IN_TRAINING", "SLOT", "ETLB",
+                "TRAIN_DATA_AT_EVAL"}
+
+
+def _family(rule: str) -> str:
+    return "order" if rule in _ORDER_RULES else rule
+
+
+def _best(verdicts: list[Verdict], place) -> list[Verdict]:
+    """The most severe verdict per rule and place (one finding per update, whichever score it
+    was paired with), seen from the function nearest to it (the shortest call chain reads best);
+    a legal note (INFO) is kept apart."""
+    best: dict[tuple, Verdict] = {}
+    for v in verdicts:
+        key = (v.rule, v.severity == Severity.INFO, place(v))
+        rank = (v.severity, -len(v.site.chain))
+        if key not in best or rank > (best[key].severity, -len(best[key].site.chain)):
+            best[key] = v
+    return list(best.values())

@@ -1,0 +1,120 @@
+"""What library calls mean to the analysis: which produce log-probabilities, which update
+parameters, which sample, serialize, download. Names are library APIs (resolved through the
+script's imports, or tensor methods), never names participants choose."""
+
+from __future__ import annotations
+
+# Calls whose result is a log-probability or a loss over targets; with the argument that holds
+# the target tokens (position, keyword), when there is one.
+LOSS_CALLS = {
+    "torch.nn.functional.cross_entropy": (1, "target"),
+    "torch.nn.functional.nll_loss": (1, "target"),
+    "torch.nn.functional.log_softmax": None,
+    "torch.log_softmax": None,
+    "torch.log": None,
+    "torch.log2": None,
+    "torch.log1p": None,
+    "torch.logsumexp": None,
+    "numpy.log": None,
+    "numpy.log2": None,
+    "numpy.log1p": None,
+    "math.log": None,
+    "math.log2": None,
+    "math.log1p": None,
+}
+LOSS_METHODS = {"log_softmax", "log", "log2", "log1p", "logsumexp"}
+# A log taken of something other than the scored token's probability can be a normalizer (log Z).
+NORMALIZER_CALLS = {"torch.log", "torch.log1p", "torch.logsumexp", "numpy.log", "numpy.log1p",
+                    "math.log", "math.log1p"}
+NORMALIZER_METHODS = {"log", "log1p", "logsumexp"}
+LOSS_MODULES = {"torch.nn.CrossEntropyLoss", "torch.nn.NLLLoss"}
+PROB_CALLS = {"torch.softmax", "torch.nn.functional.softmax", "torch.exp", "numpy.exp", "math.exp"}
+PROB_METHODS = {"softmax", "exp"}
+GATHER_CALLS = {"torch.gather": (2, "index"), "torch.take_along_dim": (1, "indices"),
+                "numpy.take_along_axis": (1, "indices")}
+GATHER_METHODS = {"gather": (1, "index")}
+
+# Sampling from the model: tokens made this way are self-generated, not data.
+SAMPLE_CALLS = {"torch.multinomial"}
+SAMPLE_METHODS = {"multinomial", "sample"}
+
+# Making a fresh tensor from shapes and constants: it holds no data (unless it copies some:
+# COPY_CALLS), and may be made to receive gradients (requires_grad=True).
+CREATE_CALLS = {
+    "torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.randn", "torch.rand",
+    "torch.randint", "torch.randperm", "torch.arange", "torch.linspace", "torch.eye",
+    "torch.zeros_like", "torch.ones_like", "torch.empty_like", "torch.full_like",
+    "torch.randn_like", "torch.rand_like", "torch.tensor", "torch.as_tensor", "numpy.zeros",
+    "numpy.ones", "numpy.empty", "numpy.full", "numpy.arange", "numpy.array", "numpy.asarray",
+    "numpy.random.randint", "numpy.random.rand", "numpy.random.randn",
+}
+COPY_CALLS = {"torch.tensor", "torch.as_tensor", "numpy.array", "numpy.asarray"}
+PARAMETER_CALLS = {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}
+OPTIMIZER_PREFIX = "torch.optim."
+NOT_OPTIMIZERS = ("torch.optim.lr_scheduler", "torch.optim.swa_utils")
+AUTOGRAD_GRAD = {"torch.autograd.grad"}
+
+
+# Calls that read values only for their size, shape or type: they carry no data.
+SIZE_CALLS = {"len", "isinstance", "type", "id", "callable", "hasattr"}
+SIZE_METHODS = {"numel", "size", "dim", "nelement", "element_size", "stride", "is_contiguous",
+                "get_device"}
+SIZE_ATTRS = {"shape", "ndim", "dtype", "device", "is_cuda", "requires_grad", "itemsize", "nbytes"}
+
+# Reductions: a statistic of the data, not the data (a sum of NLLs, a Hessian).
+REDUCE_METHODS = {"sum", "mean", "std", "var", "norm", "item", "prod", "count_nonzero", "tolist"}
+REDUCE_CALLS = {"sum", "float", "int", "torch.sum", "torch.mean", "numpy.sum", "numpy.mean",
+                "math.fsum"}
+
+# Methods that write their arguments into the object they are called on.
+MUTATORS = {
+    "append", "extend", "insert", "add_", "sub_", "mul_", "div_", "copy_", "index_add_",
+    "index_copy_", "index_put_", "index_fill_", "scatter_", "scatter_add_", "scatter_reduce_",
+    "put_", "masked_scatter_", "update", "setdefault", "fill_", "addmm_", "addcmul_", "lerp_",
+}
+MUTATE_CALLS = {"numpy.add.at": 0, "numpy.put": 0, "numpy.copyto": 0, "torch.index_put_": 0}
+
+HASH_CALLS = {"hash", "numpy.bitwise_xor", "torch.bitwise_xor", "torch.remainder", "numpy.mod",
+              "numpy.remainder", "numpy.bitwise_and", "torch.bitwise_and", "torch.fmod"}
+SELECT_CALLS = {"min", "max", "torch.minimum", "torch.maximum", "torch.min", "torch.max",
+                "numpy.minimum", "numpy.maximum", "numpy.min", "numpy.max", "torch.fmin",
+                "torch.fmax", "numpy.fmin", "numpy.fmax"}
+SELECT_METHODS = {"min", "max", "amin", "amax"}
+WHERE_CALLS = {"torch.where", "numpy.where"}
+
+# Tokenizer calls that turn a token id into its text or bytes.
+PIECE_METHODS = {"id_to_piece", "IdToPiece", "decode", "decode_ids", "DecodeIds",
+                 "convert_ids_to_tokens", "decode_pieces", "DecodePieces"}
+BYTE_METHODS = {"encode"}
+
+HOOK_METHODS = {"register_forward_hook", "register_forward_pre_hook"}
+ENV_READS = {"os.environ.get", "os.getenv"}
+
+SERIALIZE_CALLS = {
+    "torch.save", "pickle.dump", "pickle.dumps", "numpy.save", "numpy.savez",
+    "numpy.savez_compressed", "lzma.compress", "zlib.compress", "bz2.compress", "brotli.compress",
+    "zstandard.compress", "zstd.compress", "safetensors.torch.save_file", "safetensors.torch.save",
+}
+SERIALIZE_METHODS = {"register_buffer": 1}
+
+NETWORK_CALLS = {
+    "urllib.request.urlopen", "urllib.request.urlretrieve", "urllib.request.Request",
+    "urllib.urlopen", "requests.get", "requests.post", "requests.put", "requests.request",
+    "requests.Session", "http.client.HTTPConnection", "http.client.HTTPSConnection",
+    "socket.socket", "socket.create_connection", "huggingface_hub.hf_hub_download",
+    "huggingface_hub.snapshot_download", "huggingface_hub.HfApi", "datasets.load_dataset",
+    "torch.hub.load", "torch.hub.load_state_dict_from_url", "torch.hub.download_url_to_file",
+    "wget.download", "httpx.get", "httpx.post", "httpx.Client", "aiohttp.ClientSession",
+    "ftplib.FTP",
+}
+SHELL_CALLS = {"subprocess.run", "subprocess.call", "subprocess.check_call",
+               "subprocess.check_output", "subprocess.Popen", "os.system", "os.popen"}
+NETWORK_WORDS = ("curl ", "curl\"", "wget", "http://", "https://", "git clone", "pip install",
+                 "huggingface-cli", "hf download")
+
+
+def is_optimizer(qualified: str) -> bool:
+    if not qualified.startswith(OPTIMIZER_PREFIX) or qualified.startswith(NOT_OPTIMIZERS):
+        return False
+    last = qualified.rsplit(".", 1)[-1]
+    return last[:1].isupper() and last != "Optimizer"

@@ -1,0 +1,466 @@
+"""What a call does to the values flowing through it: library APIs by their meaning (apis.py),
+local functions and methods by replaying their summaries, everything else by passing the data of
+its arguments (and of the object it is called on) to its result."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import libcst as cst
+
+from audits.legality import apis, operators, shapes
+from audits.legality.program import ClassInfo, Function
+from audits.legality.values import (
+    EMPTY, GEN, GRAD, HASH, HOOK, LOSSFN, MODEL, OPTIM, PROB, STAT, TARGET, Event, Taint, data_roots,
+    has_data, kinds, loss_data, objref, substitute,
+)
+
+_SILENT = {"print", "super", "setattr", "delattr", "vars", "locals", "globals", "exec", "eval",
+           "input", "format", "repr", "ord", "chr"}
+
+
+class Arg:
+    __slots__ = ("keyword", "star", "taint", "node")
+
+    def __init__(self, keyword, star, taint, node):
+        self.keyword, self.star, self.taint, self.node = keyword, star, taint, node
+
+
+def call(w, node: cst.Call) -> Taint:
+    args = [Arg(a.keyword.value if a.keyword else None, a.star, w.value(a.value), a.value)
+            for a in node.args]
+    func = node.func
+    result = None
+    qualified = w.p.qualified(w.rel, func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+    if qualified is not None:
+        result = library_call(w, node, qualified, args)
+    elif isinstance(func, cst.Name) and func.value not in w.env:
+        found = w.p.lookup(w.fn, func.value)
+        if isinstance(found, Function):
+            result = apply(w, node, found, args)
+        elif isinstance(found, ClassInfo):
+            result = instantiate(w, node, found, args)
+        else:
+            result = builtin(w, node, func.value, args)
+    elif isinstance(func, cst.Attribute):
+        result = method_call(w, node, func, args)
+    else:
+        result = value_call(w, node, w.value(func), args)
+    _callbacks(w, node, args)
+    return result
+
+
+def _union(args: list[Arg]) -> Taint:
+    taint = EMPTY
+    for arg in args:
+        taint |= arg.taint
+    return taint
+
+
+def _arg(args: list[Arg], position: int, keyword: str | None) -> Arg | None:
+    positional = [a for a in args if a.keyword is None and not a.star]
+    if keyword is not None:
+        for a in args:
+            if a.keyword == keyword:
+                return a
+    return positional[position] if position < len(positional) else None
+
+
+def _mark_target(w, arg: Arg | None) -> None:
+    """The expression passed as the targets of a loss or the index of a gather holds the tokens
+    being scored."""
+    if arg is None:
+        return
+    expr = shapes.strip_carriers(arg.node)
+    while isinstance(expr, cst.Subscript):
+        expr = shapes.strip_carriers(expr.value)
+    if isinstance(expr, cst.Name):
+        w.discovered.add(expr.value)
+
+
+def _select(w, node, taint: Taint) -> Taint:
+    """min/max over losses from different predictors: the better one picked with the true token."""
+    if len({label[1] for label in kinds(taint, "loss")}) >= 2:
+        return frozenset({("select", w.site(node))})
+    return EMPTY
+
+
+def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
+    union = _union(args)
+    site = w.site(node)
+    if name in apis.ENV_READS:
+        return union | _env_flag(w, args)
+    if name in apis.LOSS_CALLS:
+        if name in apis.NORMALIZER_CALLS:
+            w.normalizer(union)
+        target = apis.LOSS_CALLS[name]
+        if target is not None:
+            _mark_target(w, _arg(args, *target))
+        return union | {("loss", site)}
+    if name in apis.GATHER_CALLS:
+        _mark_target(w, _arg(args, *apis.GATHER_CALLS[name]))
+        return union
+    if name in apis.PROB_CALLS:
+        return union | {PROB}
+    if name in apis.SELECT_CALLS:
+        return union | _select(w, node, union)
+    if name in apis.WHERE_CALLS:
+        if len(args) == 3:
+            rest = args[1].taint | args[2].taint
+            return union | operators.condition(args[0].taint, rest) | operators.gated(args[0].taint, rest)
+        return union
+    if name in apis.SAMPLE_CALLS:
+        return union | {GEN}
+    if name in apis.CREATE_CALLS:
+        made = union if name in apis.COPY_CALLS else EMPTY
+        grad = _arg(args, 99, "requires_grad")
+        flag = w.p.literal(w.rel, grad.node) if grad is not None else None
+        if isinstance(flag, cst.Name) and flag.value == "True":
+            made |= {("state", site, "tensor")}
+        return made
+    if name in apis.PARAMETER_CALLS:
+        return union | {("state", site, "tensor")}
+    if apis.is_optimizer(name):
+        return union | {OPTIM}
+    if name in apis.AUTOGRAD_GRAD:
+        first = args[0].taint if args else EMPTY
+        w.emit(Event("backward", site, first))
+        return first | {GRAD}
+    if name in apis.LOSS_MODULES:
+        return frozenset({LOSSFN})
+    if name in apis.HASH_CALLS:
+        return union | {HASH}
+    if name in apis.REDUCE_CALLS:
+        return union | {STAT}
+    if name in apis.SERIALIZE_CALLS:
+        for arg in args:
+            _sink(w, node, name, arg.taint)
+        return union
+    if name in apis.NETWORK_CALLS:
+        w.emit(Event("net", site, detail=name))
+        return union
+    if name in apis.SHELL_CALLS:
+        if any(word in w.code(arg.node) for arg in args for word in apis.NETWORK_WORDS):
+            w.emit(Event("net", site, detail=name))
+        return union
+    if name in apis.MUTATE_CALLS and args:
+        w.mutate(args[0].node, _union(args[1:]), written=args[0].node)
+        return EMPTY
+    if name.startswith("torch.nn.") and name.rsplit(".", 1)[-1][:1].isupper():
+        return frozenset({("obj", site, name)})  # a layer or module: its own identity, no data
+    return union
+
+
+def _env_flag(w, args: list[Arg]) -> Taint:
+    """`os.environ.get("SLOT_ENABLED", "0")`: a setting, on or off unless the variable is set."""
+    key = w.p.literal(w.rel, args[0].node) if args else None
+    if not isinstance(key, cst.SimpleString):
+        return EMPTY
+    name = key.evaluated_value
+    default = w.p.literal(w.rel, args[1].node) if len(args) > 1 else None
+    if isinstance(default, cst.SimpleString):
+        on = str(default.evaluated_value).strip().lower() not in ("", "0", "false", "no", "off")
+    elif isinstance(default, (cst.Integer, cst.Float)):
+        on = float(default.value) != 0
+    elif isinstance(default, cst.Name) and default.value in ("True", "False", "None"):
+        on = default.value == "True"
+    else:
+        return EMPTY
+    return frozenset({("flag", name, on)})
+
+
+def _sink(w, node, api: str, taint: Taint) -> None:
+    """Data written into the artifact: tokens, not scores or statistics."""
+    if has_data(taint) and not (kinds(taint, "loss") or MODEL in taint or STAT in taint):
+        w.emit(Event("sink", w.site(node), taint, detail=api))
+
+
+def builtin(w, node: cst.Call, name: str, args: list[Arg]) -> Taint:
+    union = _union(args)
+    if name in apis.SIZE_CALLS:
+        return EMPTY
+    if name in ("min", "max"):
+        return union | _select(w, node, union)
+    if name == "sum":
+        return union | {STAT}
+    if name == "hash":
+        return union | {HASH}
+    if name in ("float", "int", "bool"):
+        return union
+    if name == "getattr" and len(args) >= 2 and isinstance(args[1].node, cst.SimpleString):
+        # getattr(args, "slot_enabled", False): the attribute, by its literal name
+        return args[0].taint | w.a.fields.get(args[1].node.evaluated_value, EMPTY) | _union(args[2:])
+    if name in _SILENT:
+        return EMPTY
+    return union
+
+
+def method_call(w, node: cst.Call, func: cst.Attribute, args: list[Arg]) -> Taint:
+    name = func.attr.value
+    receiver_node = func.value
+    if isinstance(receiver_node, cst.Call) and isinstance(receiver_node.func, cst.Name) \
+            and receiver_node.func.value == "super":
+        return EMPTY
+    receiver = w.value(receiver_node)
+    union = _union(args)
+    site = w.site(node)
+    if name in apis.SIZE_METHODS:
+        return EMPTY
+    if name == "backward":
+        w.grad |= receiver
+        w.emit(Event("backward", site, receiver))
+        return EMPTY
+    if name == "step" and (OPTIM in receiver or kinds(receiver, "param")):
+        # an optimizer, or a parameter that may turn out to be one at the call site
+        flags = frozenset() if w.cleared_grad else frozenset({"consumes"})
+        w.emit(Event("update", site, loss_data(w.grad), _state(receiver), flags=flags))
+        if OPTIM in receiver:
+            return EMPTY
+    if name == "zero_grad":
+        w.grad = EMPTY
+        w.cleared_grad = True
+        return EMPTY
+    if name in ("parameters", "named_parameters"):
+        return frozenset({("state", None, "module")}) | objref(receiver)
+    if name == "requires_grad_":
+        if kinds(receiver, "state"):
+            return receiver
+        made = frozenset({("state", site, "tensor")})  # `b = bias.clone().requires_grad_()`
+        w.mutate(receiver_node, made)
+        return receiver | made
+    if name in apis.HOOK_METHODS:
+        w.hooks = True
+        return frozenset({HOOK})
+    if name in apis.SERIALIZE_METHODS:
+        stored = _arg(args, apis.SERIALIZE_METHODS[name], None)
+        if stored is not None:
+            _sink(w, node, name, stored.taint)
+        return EMPTY
+    if name in apis.LOSS_METHODS:
+        if name in apis.NORMALIZER_METHODS:
+            w.normalizer(receiver | union)
+        return receiver | union | {("loss", site)}
+    if name in apis.PROB_METHODS:
+        return receiver | union | {PROB}
+    if name in apis.GATHER_METHODS:
+        _mark_target(w, _arg(args, *apis.GATHER_METHODS[name]))
+        return receiver | union
+    if name in apis.SAMPLE_METHODS:
+        return receiver | union | {GEN}
+    if name in apis.PIECE_METHODS or name in apis.BYTE_METHODS:
+        w.saw_piece = w.saw_piece or name in apis.PIECE_METHODS
+        taint = receiver | union
+        return taint | ({("bytes", site)} if TARGET in taint else EMPTY)
+    if name in apis.SELECT_METHODS:
+        taint = receiver | union
+        return taint | _select(w, node, taint)
+    if name in apis.REDUCE_METHODS:
+        return receiver | union | {STAT}
+    if name in apis.MUTATORS:
+        root = _root(receiver_node)
+        if GRAD in union:  # `p.add_(p.grad, alpha=-lr)`
+            if kinds(receiver, "state"):
+                w.emit(Event("update", site, loss_data(union | w.grad), _state(receiver) | {OPTIM}))
+            union = union - {GRAD}
+        elif root is not None and name in ("append", "extend", "add_", "copy_", "index_add_",
+                                           "scatter_add_", "index_copy_"):
+            w.score(root, union, node)
+        written = receiver_node if name not in ("append", "extend", "update") else None
+        w.mutate(receiver_node, union, written=written)
+        return receiver | union
+    candidates = _methods(w, receiver_node, receiver, name)
+    if candidates:
+        result = EMPTY
+        for fn in candidates:
+            result |= apply(w, node, fn, args, receiver=receiver, receiver_node=receiver_node)
+        if any(fn.is_module_method for fn in candidates):
+            result |= {MODEL, ("out", site)} | objref(receiver)
+            _model_called(w, node, union)
+        return result
+    if name.startswith("forward"):
+        _model_called(w, node, union)
+        return union | {MODEL, ("out", site)} | objref(receiver)
+    return receiver | union
+
+
+def _methods(w, receiver_node, receiver: Taint, name: str) -> list[Function]:
+    """The methods a call `obj.name(...)` may run: the class's own when `obj` is `self` or an
+    object made from a class of the script; every method of that name when it is unknown."""
+    if isinstance(receiver_node, cst.Name) and receiver_node.value in ("self", "cls") \
+            and w.fn.cls is not None:
+        own = _class_method(w, w.fn.cls, name)
+        if own is not None:
+            return [own]
+    classes = [w.p.classes[label[2]] for label in kinds(receiver, "obj") if label[2] in w.p.classes]
+    if classes:
+        return [m for m in (_class_method(w, info, name) for info in classes) if m is not None]
+    return w.p.methods.get(name, [])
+
+
+def _class_method(w, cls: ClassInfo, name: str, depth: int = 0) -> Function | None:
+    if name in cls.methods:
+        return cls.methods[name]
+    for base in cls.bases:
+        info = w.p.classes.get(f"{cls.script.rel}:{base}")
+        if info is not None and depth < 8:
+            found = _class_method(w, info, name, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def value_call(w, node: cst.Call, callee: Taint, args: list[Arg]) -> Taint:
+    """Calling a value: a function passed around, an object (its forward), a loss module, or an
+    unknown callable such as a model given as a parameter."""
+    union = _union(args)
+    result = EMPTY
+    resolved = False
+    for label in callee:
+        if label[0] == "fn":
+            fn = _function(w, label[1])
+            if fn is not None:
+                result |= apply(w, node, fn, args)
+                resolved = True
+        elif label[0] == "cls":
+            info = w.p.classes.get(label[1])
+            if info is not None:
+                result |= instantiate(w, node, info, args)
+                resolved = True
+        elif label[0] == "obj":
+            info = w.p.classes.get(label[2])
+            method = info and (_class_method(w, info, "forward") or _class_method(w, info, "__call__"))
+            if method is not None:
+                result |= apply(w, node, method, args, receiver=callee)
+                resolved = True
+    if LOSSFN in callee:
+        _mark_target(w, _arg(args, 1, "target"))
+        return union | {("loss", w.site(node))}
+    if resolved and not any(label[0] == "obj" for label in callee):
+        return result
+    _model_called(w, node, union)
+    return result | union | {MODEL, ("out", w.site(node))} | objref(callee)
+
+
+def _model_called(w, node, union: Taint) -> None:
+    """With activation hooks installed, whatever runs through the model is calibration data."""
+    if w.hooks and has_data(union):
+        w.emit(Event("calib", w.site(node), data_roots(union) | ({GEN} if GEN in union else EMPTY)))
+
+
+def _function(w, key: str) -> Function | None:
+    return w.p.by_key.get(key)
+
+
+def apply(w, node: cst.Call, fn: Function, args: list[Arg], receiver: Taint | None = None,
+          receiver_node=None) -> Taint:
+    """Replay `fn`'s summary at this call: parameters bound to the arguments' taints."""
+    summary = w.a.summary(fn)
+    w.summary.reaches.add(fn.key)
+    params = fn.params
+    actuals: list[Taint] = [EMPTY] * len(params)
+    nodes: list = [None] * len(params)
+    start = 0
+    if receiver is not None and fn.cls is not None and params:
+        actuals[0], nodes[0], start = receiver, receiver_node, 1
+    elif fn.cls is not None and params and params[0] in ("self", "cls"):
+        start = 1
+    position = start
+    for arg in args:
+        if arg.keyword is not None:
+            if arg.keyword in params:
+                i = params.index(arg.keyword)
+                actuals[i] |= arg.taint
+                nodes[i] = arg.node
+            elif params:
+                actuals[-1] |= arg.taint
+        elif arg.star:
+            for i in range(position, len(params)):
+                actuals[i] |= arg.taint
+        elif position < len(params):
+            actuals[position] |= arg.taint
+            nodes[position] = arg.node
+            position += 1
+        elif params:
+            actuals[-1] |= arg.taint
+    site = w.site(node)
+    result = substitute(summary.returns, actuals, site, fn)
+    for i, taint in summary.mutates.items():
+        if i < len(nodes) and nodes[i] is not None:
+            w.mutate(nodes[i], substitute(taint, actuals, site, fn))
+    pending = loss_data(w.grad)
+    for event in summary.events:
+        moved = event.moved(site, actuals)
+        if moved.kind == "update" and "consumes" in event.flags:
+            # the callee stepped on gradients it did not compute: the caller's backward passes
+            moved = dataclasses.replace(moved, taint=moved.taint | pending)
+        w.emit(moved)
+    exit_grad = substitute(summary.grad, actuals, site, fn)
+    if summary.clears_grad:
+        w.grad, w.cleared_grad = exit_grad, True
+    else:
+        w.grad = w.grad | exit_grad
+    if HOOK in result:
+        w.hooks = True
+    return result
+
+
+def instantiate(w, node: cst.Call, info: ClassInfo, args: list[Arg]) -> Taint:
+    site = w.site(node)
+    key = f"{info.script.rel}:{info.name}"
+    w.summary.classes.add(key)
+    obj = frozenset({("obj", site, key)})
+    result = obj
+    init = _class_method(w, info, "__init__")
+    if init is not None:
+        summary = w.a.summary(init)
+        apply(w, node, init, args, receiver=obj)
+        if 0 in summary.mutates:
+            result |= substitute(summary.mutates[0], [obj], site, init) - {("param", 0)}
+    if init is None and info.fields and not info.is_module:
+        result |= _record_fields(w, info.fields, args)
+    elif not info.is_module:
+        result |= _union(args)
+    if info.is_optimizer:
+        result |= {OPTIM} | _union(args)
+    return result
+
+
+def _record_fields(w, fields: tuple[str, ...], args: list[Arg]) -> Taint:
+    """A dataclass or NamedTuple built from its fields: each argument is stored under its field's
+    name, so `run.train_loader()` does not see `run.val`. What only the caller can resolve (a
+    parameter) and what cannot be placed (`**kwargs`) stays on the object itself."""
+    kept = EMPTY
+    for k, arg in enumerate(args):
+        name = arg.keyword if arg.keyword is not None else fields[k] if k < len(fields) else None
+        if arg.star or name is None:
+            kept |= arg.taint
+            continue
+        w.a.store_field(name, arg.taint)
+        kept |= arg.taint - w.a.concrete(arg.taint)
+    return kept
+
+
+def _callbacks(w, node: cst.Call, args: list[Arg]) -> None:
+    """A function passed as an argument (`timed_eval("x", eval_val, model, tokens)`) runs with the
+    arguments that follow it."""
+    for k, arg in enumerate(args):
+        for label in arg.taint:
+            if label[0] != "fn" or arg.keyword is not None:
+                continue
+            fn = _function(w, label[1])
+            if fn is None or fn.node is None:
+                continue
+            rest = [a for a in args[k + 1:] if a.keyword is None or a.keyword in fn.params]
+            apply(w, node, fn, rest)
+
+
+def _root(node) -> str | None:
+    while isinstance(node, (cst.Attribute, cst.Subscript)):
+        node = node.value
+    return node.value if isinstance(node, cst.Name) else None
+
+
+def _state(taint: Taint) -> Taint:
+    """What an update changes (and, for a step, whether it was called on an optimizer; "prev":
+    it was started from a value carried over from the previous iteration)."""
+    return frozenset(label for label in taint if label[0] in ("state", "objref", "param", "optim", "prev"))

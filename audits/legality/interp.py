@@ -1,0 +1,740 @@
+"""The abstract interpreter: walks one function's statements in order and computes, for every
+value, where its data comes from (a taint), and records the events the rules judge.
+
+Flow-sensitive within a function (a name holds what was last assigned to it; branches join;
+loop bodies are walked twice so values carried around the loop are seen), summary-based across
+functions (a callee is walked once with its parameters as symbols; each call replays its summary
+with the arguments substituted). Nothing is ever executed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import libcst as cst
+
+from audits.legality import apis, env, imports, operators, order, shapes, syntax
+from audits.legality.program import ClassInfo, Function, Program, compound_blocks
+from audits.legality.values import (
+    EMPTY, GRAD, HASH, INDICATOR, MASK, MODEL, OPTIM, PROB, STAT, TARGET, Event, Site, Taint, data_roots,
+    has_data, kinds, loss_data,
+)
+
+# What an attribute keeps wherever it is read: where data came from and what objects it holds.
+_FIELD_KINDS = {"val", "train", "gen", "filled", "state", "optim", "obj", "objref", "lossfn", "fn",
+                "flag"}
+
+
+@dataclasses.dataclass
+class Summary:
+    """What calling a function does, in terms of its parameters."""
+
+    returns: Taint = EMPTY
+    mutates: dict[int, Taint] = dataclasses.field(default_factory=dict)
+    grad: Taint = EMPTY  # losses backpropagated and not yet consumed by an optimizer step
+    clears_grad: bool = False  # it zeroes gradients (so the caller's pending ones are gone)
+    events: list[Event] = dataclasses.field(default_factory=list)
+    # what running it reaches: functions called or passed as values, classes instantiated
+    reaches: set[str] = dataclasses.field(default_factory=set)
+    classes: set[str] = dataclasses.field(default_factory=set)
+
+
+class Analysis:
+    """Summaries of every function, computed on demand (callee before caller), and the attribute
+    table: what was stored under each attribute name anywhere (only concrete data, not symbols)."""
+
+    def __init__(self, program: Program):
+        self.program = program
+        self.summaries: dict[str, Summary] = {}
+        self.in_progress: set[str] = set()
+        self.active: dict[str, FunctionWalk] = {}  # functions being walked (closures read them)
+        self.fields: dict[str, Taint] = {}
+        self.modules: dict[str, FunctionWalk] = {}  # per script: the walk of its module body
+
+    def summary(self, fn: Function) -> Summary:
+        if fn.key in self.summaries:
+            return self.summaries[fn.key]
+        if fn.key in self.in_progress:
+            return Summary()  # recursion: the partial view is empty
+        self.in_progress.add(fn.key)
+        walk = FunctionWalk(self, fn)
+        walk.run()
+        self.in_progress.discard(fn.key)
+        self.summaries[fn.key] = walk.summary
+        return walk.summary
+
+    @staticmethod
+    def concrete(taint: Taint) -> Taint:
+        """What an attribute keeps: not what depends on the caller (a parameter symbol means
+        nothing elsewhere)."""
+        return frozenset(label for label in taint if label[0] in _FIELD_KINDS
+                         and not (label[0] == "objref" and label[1][0] == "param"))
+
+    def store_field(self, name: str, taint: Taint) -> None:
+        concrete = self.concrete(taint)
+        if concrete:
+            self.fields[name] = self.fields.get(name, EMPTY) | concrete
+
+
+class FunctionWalk:
+    def __init__(self, analysis: Analysis, fn: Function):
+        self.a = analysis
+        self.p = analysis.program
+        self.fn = fn
+        self.script = fn.script
+        self.rel = fn.script.rel
+        self.summary = Summary()
+        self.target_nodes: set[int] = set()  # subscripts found to hold the tokens being scored
+        self.target_names: set[str] = set()
+        self._reset()
+
+    def _reset(self) -> None:
+        self.env: dict[str, Taint] = {}
+        self.grad: Taint = EMPTY
+        self.cleared_grad = False
+        self.path: tuple = ()
+        self.loops: tuple = ()
+        self.while_loops: tuple = ()
+        self.loop_entry: list[set[str]] = []
+        self.hooks = False
+        self.recording = True
+        self.events: list[Event] = []
+        self.returns: Taint = EMPTY
+        self.mutates: dict[int, Taint] = {}
+        self.shapes_seen: list[tuple] = []  # assigned slices of data: (node, base, shape, taint)
+        self.discovered: set[str] = set()  # names passed as the target of a loss or gather
+        self.log_names: set[str] = set()  # names holding a normalizer (log Z), for tilts
+        self.saw_norm = False  # the current statement divides by, or takes the log of, a normalizer
+        self.tilts: list[cst.CSTNode] = []  # where, in the current statement, a tilt meets a probability
+        self.saw_piece = False  # a tokenizer piece method was called (inside the current loop)
+        self.storing = False
+        self.switched: frozenset = frozenset()  # the settings tests the current code runs under
+        self.codes: dict[int, str] = {}
+
+    # --- driving -------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Walk the body; walk it once more when it turned out to score targets that were used
+        before the line that revealed them (a cross_entropy call, a gather, a shifted slice)."""
+        for _ in range(2):
+            self._reset()
+            self.a.active[self.fn.key] = self
+            if self.fn.node is None:
+                self.a.modules[self.rel] = self
+            for i, name in enumerate(self.fn.params):
+                label = frozenset({("param", i)})
+                self.env[name] = label | (frozenset({TARGET}) if name in self.target_names else EMPTY)
+            self.block(self.fn.body, 0)
+            nodes = self._targets_from_shapes()
+            if nodes <= self.target_nodes and self.discovered <= self.target_names:
+                break
+            self.target_nodes |= nodes
+            self.target_names |= self.discovered
+        self.a.active.pop(self.fn.key, None)
+        self.summary.returns = self.returns
+        self.summary.mutates = self.mutates
+        self.summary.grad = self.grad
+        self.summary.clears_grad = self.cleared_grad
+        self.summary.events = order.judge(self.fn, self.events)
+
+    def _targets_from_shapes(self) -> set[int]:
+        """Subscripts that select the position after others of the same tokens: the targets."""
+        found = set()
+        by_base: dict[str, list] = {}
+        for node, base, shape, taint in self.shapes_seen:
+            if has_data(taint) and MODEL not in taint:
+                by_base.setdefault(base, []).append((node, shape))
+        for items in by_base.values():
+            for node, shape in items:
+                if any(shapes.one_later(shape, other) for _, other in items):
+                    found.add(id(node))
+        return found
+
+    def code(self, node: cst.CSTNode) -> str:
+        key = id(node)
+        if key not in self.codes:
+            self.codes[key] = self.script.module.code_for_node(node).strip()
+        return self.codes[key]
+
+    def site(self, node: cst.CSTNode) -> Site:
+        return Site(self.fn, node, self.path, self.loops)
+
+    def emit(self, event: Event) -> None:
+        if not self.recording:
+            return
+        if self.switched:  # inside `if FLAG:` on a setting read from the environment
+            event = dataclasses.replace(event, flags=event.flags | self.switched)
+        self.events.append(event)
+
+    # --- statements ----------------------------------------------------------------------------
+
+    def block(self, stmts, part: int) -> None:
+        base = self.path
+        for i, stmt in enumerate(stmts):
+            self.path = base + ((part, i),)
+            self.statement(stmt)
+        self.path = base
+
+    def statement(self, stmt: cst.CSTNode) -> None:
+        if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            for small in stmt.body:
+                self.small(small)
+        elif isinstance(stmt, cst.If):
+            self.if_stmt(stmt)
+        elif isinstance(stmt, (cst.For, cst.While)):
+            self.loop(stmt)
+        elif isinstance(stmt, cst.With):
+            self.with_stmt(stmt)
+        elif isinstance(stmt, (cst.Try, cst.TryStar)):
+            for part, block in enumerate(compound_blocks(stmt)):
+                self.block(block, part)
+        elif isinstance(stmt, cst.FunctionDef):
+            nested = self.fn.nested.get(stmt.name.value)
+            if nested is not None:
+                self.env[stmt.name.value] = frozenset({("fn", nested.key)})
+        elif isinstance(stmt, cst.ClassDef):
+            if self.fn.node is None:
+                self.class_body(stmt)
+        elif isinstance(stmt, cst.Match):
+            self.value(stmt.subject)
+            before = dict(self.env)
+            joined = dict(before)
+            for k, case in enumerate(stmt.cases):
+                self.env = dict(before)
+                self.block(compound_blocks(stmt)[k], -(k + 1))
+                joined = env.join(joined, self.env)
+            self.env = joined
+
+    def class_body(self, node: cst.ClassDef) -> None:
+        """Class-level assignments are attributes (`val_files = os.path.join(...)`)."""
+        saved = self.env
+        self.env = dict(saved)
+        body = node.body.body if isinstance(node.body, cst.IndentedBlock) else [node.body]
+        for stmt in body:
+            if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+                for small in stmt.body:
+                    if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None:
+                        taint = self.value(small.value)
+                        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) \
+                            else [small.target]
+                        for target in targets:
+                            if isinstance(target, cst.Name):
+                                self.env[target.value] = taint
+                                self.a.store_field(target.value, taint)
+        self.env = saved
+
+    def small(self, node: cst.CSTNode) -> None:
+        self.saw_norm = False
+        self.tilts = []
+        if isinstance(node, cst.Expr):
+            self.value(node.value)
+        elif isinstance(node, cst.Assign):
+            parts = syntax.unpacked(node)
+            if parts is not None:  # `x, y = t[:-1], t[1:]`: each name gets its own value
+                taints = [self.value(v) for v in parts]
+                taint = frozenset().union(*taints)
+            else:
+                taint = self.value(node.value)
+            self.tilt(node.value, taint)
+            self.note_slice(node.value)
+            for target in node.targets:
+                self.accumulation(target.target, node.value, taint, node)
+                if parts is not None:
+                    for element, part_taint in zip(target.target.elements, taints):
+                        self.bind(element.value, part_taint)
+                else:
+                    self.bind(target.target, taint)
+                if self.saw_norm and isinstance(target.target, cst.Name):
+                    self.log_names.add(target.target.value)
+        elif isinstance(node, cst.AnnAssign):
+            if node.value is not None:
+                taint = self.value(node.value)
+                self.bind(node.target, taint)
+        elif isinstance(node, cst.AugAssign):
+            self.aug_assign(node)
+        elif isinstance(node, cst.Return):
+            if node.value is not None:
+                taint = self.value(node.value)
+                self.tilt(node.value, taint)
+                self.returns |= taint
+        elif isinstance(node, cst.Del):
+            for name in syntax.names(node.target):
+                self.env.pop(name, None)
+
+    def note_slice(self, value: cst.BaseExpression) -> None:
+        """`y = chunk[1:]`, `tok = int(ids[p])`: a named slice of data, kept to find which of the
+        slices of one tensor is the later one (the targets; see run)."""
+        if isinstance(value, cst.Tuple):  # `x, y = t[:-1], t[1:]`
+            for element in value.elements:
+                self.note_slice(element.value)
+            return
+        sub = shapes.unwrap(value)
+        if not isinstance(sub, cst.Subscript):
+            return
+        spelled = imports.dotted(sub.value)
+        base = self.value(sub.value) if spelled is not None else EMPTY
+        if spelled is not None and has_data(base) and MODEL not in base:
+            self.shapes_seen.append((sub, spelled, shapes.index_shape(sub, self.code), base))
+
+    def normalizer(self, taint: Taint) -> None:
+        """A log or a divisor that does not involve the scored token: a candidate log Z."""
+        if INDICATOR not in taint and TARGET not in taint:
+            self.saw_norm = True
+
+    def tilt(self, value_node, taint: Taint) -> None:
+        """Where a tilt indicator (target == hint) first met a probability or log-probability in
+        this statement: renormalized if the statement also divides by, or takes the log of, a
+        value that does not involve the target, or reads one computed before (log Z)."""
+        if not self.tilts:
+            return
+        names = {n.value for n in syntax.name_nodes(value_node)}
+        normalized = self.saw_norm or bool(names & self.log_names)
+        for node in self.tilts:
+            self.emit(Event("tilt", self.site(node), taint,
+                            flags=frozenset({"normalized"} if normalized else set())))
+
+    def if_stmt(self, node: cst.If) -> None:
+        self.value(node.test)
+        if syntax.is_false(node.test):
+            if isinstance(node.orelse, cst.Else):
+                self.block(compound_blocks(node)[1], -2)
+            elif isinstance(node.orelse, cst.If):
+                self.block([node.orelse], -2)
+            return
+        body_needs, else_needs = self.requirements(node.test)
+        before = dict(self.env)
+        blocks = compound_blocks(node)
+        saved = self.switched
+        self.switched = saved | env.needs(body_needs)
+        self.block(blocks[0], -1)
+        after_body = self.env
+        self.env = dict(before)
+        self.switched = saved | env.needs(else_needs)
+        if len(blocks) > 1:
+            self.block(blocks[1], -2)
+        self.switched = saved
+        self.env = env.join(after_body, self.env)
+
+    def requirements(self, test: cst.BaseExpression) -> tuple[dict, dict]:
+        """The settings (environment variables read into flags) the two branches of an `if` need:
+        ({NAME: (must be on, on by default)} for the body, the same for the else branch), as far
+        as the test reads them directly (`args.slot_enabled`, `not h.ttt_enabled`, `steps > 0`,
+        `a and b`)."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            body, orelse = self.requirements(test.expression)
+            return orelse, body
+        if isinstance(test, cst.BooleanOperation):
+            (lb, le), (rb, re_) = self.requirements(test.left), self.requirements(test.right)
+            if isinstance(test.operator, cst.And):
+                return {**lb, **rb}, {}
+            return {}, {**le, **re_}
+        if isinstance(test, cst.Comparison):
+            if len(test.comparisons) != 1:
+                return {}, {}
+            comp = test.comparisons[0]
+            if not (isinstance(comp.comparator, cst.Integer) and comp.comparator.value == "0"):
+                return {}, {}
+            body, orelse = self.requirements(test.left)
+            if isinstance(comp.operator, (cst.GreaterThan, cst.NotEqual)):
+                return body, orelse
+            if isinstance(comp.operator, (cst.Equal, cst.LessThanEqual)):
+                return orelse, body
+            return {}, {}
+        while isinstance(test, cst.Call) and isinstance(test.func, cst.Name) \
+                and test.func.value in ("bool", "int", "float") and len(test.args) == 1:
+            test = test.args[0].value
+        if not isinstance(test, (cst.Name, cst.Attribute)):
+            return {}, {}  # only a setting read directly (evaluating it again records nothing)
+        flags = kinds(self.value(test), "flag")
+        return ({label[1]: (True, label[2]) for label in flags},
+                {label[1]: (False, label[2]) for label in flags})
+
+    def with_stmt(self, node: cst.With) -> None:
+        for item in node.items:
+            taint = self.value(item.item)
+            if item.asname is not None:
+                self.bind(item.asname.name, taint)
+        self.block(compound_blocks(node)[0], 0)
+
+    def loop(self, node: cst.For | cst.While) -> None:
+        lid = self.path
+        is_for = isinstance(node, cst.For)
+        header = self.value(node.iter) if is_for else self.value(node.test)
+        entry = dict(self.env)
+        label = ("iter", lid)
+        self.loops += (lid,)
+        if not is_for:
+            self.while_loops += (lid,)
+        self.loop_entry.append(set(entry))
+        body = compound_blocks(node)[0]
+        passes = 2 if self.recording else 1
+        recording = self.recording
+        saw_piece, self.saw_piece = self.saw_piece, False
+        for n in range(passes):
+            self.recording = recording and n == passes - 1
+            if is_for:
+                self.bind(node.target, operators.as_bytes(header) | {label})
+            self.block(body, 0)
+            self.env = env.join(entry, env.back_edge(self.env, entry, lid))
+        self.recording = recording
+        if is_for and self.saw_piece:  # tokenizer pieces were read in the body: a byte table?
+            table = shapes.piece_table_loop(node, lambda n: self.p.literal(self.rel, n))
+            if table is not None:
+                self.emit(Event("pieces", self.site(node), flags=frozenset(k for k, v in table.items() if v)))
+        self.saw_piece = saw_piece or self.saw_piece
+        self.loop_entry.pop()
+        self.loops = self.loops[:-1]
+        if not is_for:
+            self.while_loops = self.while_loops[:-1]
+        if node.orelse is not None:
+            self.block(compound_blocks(node)[1], 1)
+
+    # --- binding and accumulating ---------------------------------------------------------------
+
+    def bind(self, target: cst.BaseExpression, taint: Taint) -> None:
+        if isinstance(target, cst.Name):
+            name = target.value
+            if name in self.target_names:
+                taint = taint | {TARGET}
+            if self.while_loops:
+                taint = taint | {("iter", lid) for lid in self.while_loops}
+            self.env[name] = taint
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self.bind(element.value, taint)
+        elif isinstance(target, cst.StarredElement):
+            self.bind(target.value, taint)
+        elif isinstance(target, cst.Attribute):
+            if target.attr.value == "grad":
+                self.grad = EMPTY  # `p.grad = None`: gradients cleared by hand
+                self.cleared_grad = True
+                return
+            self.a.store_field(target.attr.value, taint)
+            self.mutate(target.value, taint)
+        elif isinstance(target, cst.Subscript):
+            index = EMPTY
+            for element in target.slice:
+                if isinstance(element.slice, cst.Index):
+                    index |= self.value(element.slice.value)
+            span = operators.span(target, self.code)
+            if span is not None:
+                index |= {span}
+            self.mutate(target.value, taint | index, written=target)
+
+    def mutate(self, obj: cst.BaseExpression, taint: Taint, written: cst.CSTNode | None = None) -> None:
+        """`obj` now also holds `taint` (an append, `t[i] = v`, `self.x = v`, an in-place add)."""
+        root = syntax.root_name(obj)
+        if root is None:
+            return
+        if written is not None and has_data(taint):
+            taint = taint | {("filled", self.site(written))}
+        self.env[root] = self.env.get(root, EMPTY) | taint
+        if root in self.fn.params:
+            i = self.fn.params.index(root)
+            self.mutates[i] = self.mutates.get(i, EMPTY) | taint
+
+    def _outer(self, name: str) -> bool:
+        """Is `name` a running total here: a parameter, or bound before the innermost loop?"""
+        if name in self.fn.params:
+            return True
+        if self.loop_entry:
+            return name in self.loop_entry[-1]
+        return self.fn.node is None
+
+    def accumulation(self, target: cst.BaseExpression, value_node, value: Taint, node) -> None:
+        """`total = total + nll` or `scores[i] = nll`: a score when a loss on data is kept in a
+        running total."""
+        root = syntax.root_name(target)
+        if root is None:
+            return
+        if isinstance(target, cst.Name):
+            if root not in {n.value for n in syntax.name_nodes(value_node)}:
+                return
+        self.score(root, value, node)
+
+    def score(self, root: str, value: Taint, node: cst.CSTNode) -> None:
+        """A value on data kept in a running total (or in a parameter the caller passed): a score
+        when the value is a loss or model output, which may only be known at the call site."""
+        if self.fn.is_module_method:
+            return  # a model's own bookkeeping (skip connections, auxiliary losses)
+        if not has_data(value) or not self._outer(root):
+            return
+        self.emit(Event("score", self.site(node), value))
+
+    def aug_assign(self, node: cst.AugAssign) -> None:
+        value = self.value(node.value)
+        target = node.target
+        op = node.operator
+        if isinstance(op, (cst.BitXorAssign, cst.BitAndAssign, cst.ModuloAssign,
+                           cst.LeftShiftAssign, cst.RightShiftAssign)):
+            value |= {HASH}
+        if isinstance(node.value, cst.BinaryOperation) and isinstance(node.value.operator, cst.MatrixMultiply):
+            if has_data(value):
+                self.emit(Event("calib", self.site(node), data_roots(value) | operators.gen(value)))
+        self.storing = True  # reading the target of `t[k] += v` is part of the write, not a lookup
+        current = self.value(target)
+        self.storing = False
+        if GRAD in value:
+            if any(label[0] == "state" for label in current):  # `p -= lr * p.grad`
+                changed = frozenset(label for label in current if label[0] in ("state", "objref", "param"))
+                self.emit(Event("update", self.site(node), loss_data(value | self.grad), changed | {OPTIM}))
+            value = value - {GRAD}  # the parameter moved; it does not hold a gradient
+        else:
+            root = syntax.root_name(target)
+            if root is not None:
+                self.score(root, value, node)
+        if isinstance(target, cst.Name):
+            self.bind(target, current | value)
+        elif isinstance(target, cst.Subscript):
+            self.mutate(target.value, value, written=target)
+        elif isinstance(target, cst.Attribute):
+            self.a.store_field(target.attr.value, value)
+            self.mutate(target.value, value)
+
+    # --- expressions ---------------------------------------------------------------------------
+
+    def value(self, node: cst.BaseExpression) -> Taint:
+        method = _DISPATCH.get(type(node))
+        if method is None:
+            return EMPTY
+        return method(self, node)
+
+    def v_name(self, node: cst.Name) -> Taint:
+        name = node.value
+        if name in self.env:
+            return self.env[name]
+        found = self.p.lookup(self.fn, name)
+        if isinstance(found, Function):
+            self.summary.reaches.add(found.key)
+            return frozenset({("fn", found.key)})
+        if isinstance(found, ClassInfo):
+            return frozenset({("cls", f"{found.script.rel}:{found.name}")})
+        scope = self.fn.parent
+        while scope is not None:  # a closure reads its enclosing function's names as they are now
+            outer = self.a.active.get(scope.key)
+            if outer is not None and name in outer.env:
+                return env.without_loops(outer.env[name])
+            scope = scope.parent
+        module = self.a.modules.get(self.rel)  # a global, as the module body has set it so far
+        if module is not None and module is not self:
+            return module.env.get(name, EMPTY)
+        return EMPTY
+
+    def v_attribute(self, node: cst.Attribute) -> Taint:
+        attr = node.attr.value
+        if attr in apis.SIZE_ATTRS:
+            self.value(node.value)
+            return EMPTY
+        if attr == "grad":
+            return self.value(node.value) | self.grad | {GRAD}
+        qualified = self.p.qualified(self.rel, node)
+        if qualified is not None:
+            return EMPTY
+        base = self.value(node.value)
+        if attr in ("data", "T", "mT", "real"):
+            return base
+        return base | self.a.fields.get(attr, EMPTY)
+
+    def v_subscript(self, node: cst.Subscript) -> Taint:
+        base = self.value(node.value)
+        index = EMPTY
+        by_target = True  # every index element is the scored token (`t[y]`, not `t[prev, y]`)
+        for element in node.slice:
+            s = element.slice
+            part_taint = EMPTY
+            if isinstance(s, cst.Index):
+                part_taint = self.value(s.value)
+            elif isinstance(s, cst.Slice):
+                for part in (s.lower, s.upper, s.step):
+                    if part is not None:
+                        part_taint |= self.value(part)
+            index |= part_taint
+            by_target = by_target and TARGET in part_taint
+        taint = base | index
+        if shapes.previous_positions(node):
+            spelled = imports.dotted(node.value)
+            if spelled is not None:
+                taint |= {("shift", spelled)}
+        if id(node) in self.target_nodes:
+            taint |= {TARGET}
+        if kinds(base, "loss") or PROB in base or MODEL in base:
+            span = operators.span(node, self.code)
+            if span is not None:
+                taint |= {span}
+        if HASH in index and has_data(index) and not self.storing:
+            self.emit(Event("lookup", self.site(node), index, base, flags=frozenset(
+                {"module"} if self.fn.is_module_method else set())))
+        if by_target and HASH not in index \
+                and not (kinds(base, "loss") or PROB in base or MODEL in base or TARGET in base):
+            taint |= {("gate", self.site(node), "lookup")}  # a table indexed by the scored token
+        return taint
+
+    def v_binary(self, node: cst.BinaryOperation) -> Taint:
+        left, right = self.value(node.left), self.value(node.right)
+        taint = env.derived(left | right)
+        op = node.operator
+        if isinstance(op, (cst.BitXor, cst.LeftShift, cst.RightShift)):
+            taint |= {HASH}
+        elif isinstance(op, cst.Multiply) and (operators.big_int(node.left) or operators.big_int(node.right)):
+            taint |= {HASH}
+        # `& mask` and `% size` keep a hash in range; alone they only wrap an index around
+        elif isinstance(op, (cst.BitAnd, cst.Modulo)) and HASH in taint:
+            taint |= {HASH}
+        elif isinstance(op, cst.MatrixMultiply):
+            taint |= {STAT}
+        elif isinstance(op, cst.Power) and kinds(right, "gate"):  # p ** (1 / n_bytes[target])
+            taint = operators.as_bytes(taint)
+        if isinstance(op, cst.Divide):
+            self.normalizer(right)
+            if operators.additive_smoothing(node) and has_data(left):
+                self.emit(Event("smoothing", self.site(node), taint))
+        if isinstance(op, (cst.Multiply, cst.Add, cst.Subtract, cst.Divide)):
+            taint |= operators.gated(left, right)
+            if operators.tilts(left, right) or operators.tilts(right, left):
+                self.tilts.append(node)
+            if isinstance(op, cst.Divide) and kinds(left, "loss") and operators.is_ln2(node.right):
+                taint |= {("bits",)}
+            if isinstance(op, (cst.Divide, cst.Multiply)) and ("bits",) in left and operators.bytes_ratio(node.right):
+                self.emit(Event("ratio", self.site(node), left))
+        if isinstance(op, cst.Add):
+            taint = self.previous_token_mix(node, left, right, taint)
+        return taint
+
+    def previous_token_mix(self, node, left: Taint, right: Taint, taint: Taint) -> Taint:
+        """`x + g * x_prev` where x_prev holds x shifted one position (x[:, :-1]): the position
+        after a document's end reads that document's last token unless a BOS mask stops it."""
+        for shifted, other_node in ((right, node.left), (left, node.right)):
+            for label in kinds(shifted, "shift"):
+                if shapes.mentions(other_node, label[1]):
+                    masked = MASK in taint
+                    self.emit(Event("mix", self.site(node), taint, detail=label[1],
+                                    flags=frozenset({"masked"} if masked else set())))
+                    return frozenset(l for l in taint if l[0] != "shift")
+        return taint
+
+    def v_unary(self, node: cst.UnaryOperation) -> Taint:
+        return self.value(node.expression)
+
+    def v_boolean(self, node: cst.BooleanOperation) -> Taint:
+        return self.value(node.left) | self.value(node.right)
+
+    def v_comparison(self, node: cst.Comparison) -> Taint:
+        left = self.value(node.left)
+        taint = env.derived(left)
+        for comp in node.comparisons:
+            right = self.value(comp.comparator)
+            taint |= env.derived(right)
+            if isinstance(comp.operator, (cst.Equal, cst.NotEqual)):
+                taint |= {MASK}
+                if operators.is_target_vs_hint(left, right) or operators.is_target_vs_hint(right, left):
+                    taint |= {INDICATOR}
+                elif TARGET in left or TARGET in right:
+                    taint |= {("gate", self.site(node), "compare")}
+            elif TARGET in left or TARGET in right:
+                taint |= {("gate", self.site(node), "compare")}
+            if len({label[1] for label in kinds(left | right, "loss")}) >= 2:
+                taint |= {("select", self.site(node))}
+        return taint
+
+    def v_ifexp(self, node: cst.IfExp) -> Taint:
+        test = self.value(node.test)
+        taint = self.value(node.body) | self.value(node.orelse)
+        return taint | operators.condition(test, taint)
+
+    def v_collection(self, node) -> Taint:
+        taint = EMPTY
+        for element in node.elements:
+            taint |= self.value(element.value)
+        return taint
+
+    def v_dict(self, node: cst.Dict) -> Taint:
+        taint = EMPTY
+        for element in node.elements:
+            if isinstance(element, cst.DictElement):
+                taint |= self.value(element.key) | self.value(element.value)
+            else:
+                taint |= self.value(element.value)
+        return taint
+
+    def v_comprehension(self, node) -> Taint:
+        saved = dict(self.env)
+        taint = EMPTY
+        comp = node.for_in
+        while comp is not None:
+            source = self.value(comp.iter)
+            self.bind(comp.target, operators.as_bytes(source))
+            for cond in comp.ifs:
+                self.value(cond.test)
+            comp = comp.inner_for_in
+        if isinstance(node, cst.DictComp):
+            taint |= self.value(node.key) | self.value(node.value)
+        else:
+            taint |= self.value(node.elt)
+        self.env = saved
+        return taint
+
+    def v_string(self, node) -> Taint:
+        if isinstance(node, cst.SimpleString):
+            value = node.evaluated_value
+            return operators.string_taint(value) if isinstance(value, str) else EMPTY
+        if isinstance(node, cst.ConcatenatedString):
+            return self.value(node.left) | self.value(node.right)
+        text, taint = "", EMPTY
+        for part in node.parts:
+            if isinstance(part, cst.FormattedStringText):
+                text += part.value
+            else:
+                taint |= self.value(part.expression)
+                text += "*"
+        return taint | operators.string_taint(text)
+
+    def v_passthrough(self, node) -> Taint:
+        return self.value(node.value) if getattr(node, "value", None) is not None else EMPTY
+
+    def v_yield(self, node: cst.Yield) -> Taint:
+        if isinstance(node.value, cst.BaseExpression):
+            self.returns |= self.value(node.value)
+        return EMPTY
+
+    def v_named(self, node: cst.NamedExpr) -> Taint:
+        taint = self.value(node.value)
+        self.bind(node.target, taint)
+        return taint
+
+    def v_lambda(self, node: cst.Lambda) -> Taint:
+        return EMPTY
+
+    # --- calls -----------------------------------------------------------------------------------
+
+    def v_call(self, node: cst.Call) -> Taint:
+        from audits.legality import calls
+        return calls.call(self, node)
+
+
+_DISPATCH = {
+    cst.Name: FunctionWalk.v_name,
+    cst.Attribute: FunctionWalk.v_attribute,
+    cst.Subscript: FunctionWalk.v_subscript,
+    cst.BinaryOperation: FunctionWalk.v_binary,
+    cst.UnaryOperation: FunctionWalk.v_unary,
+    cst.BooleanOperation: FunctionWalk.v_boolean,
+    cst.Comparison: FunctionWalk.v_comparison,
+    cst.IfExp: FunctionWalk.v_ifexp,
+    cst.Tuple: FunctionWalk.v_collection,
+    cst.List: FunctionWalk.v_collection,
+    cst.Set: FunctionWalk.v_collection,
+    cst.Dict: FunctionWalk.v_dict,
+    cst.ListComp: FunctionWalk.v_comprehension,
+    cst.SetComp: FunctionWalk.v_comprehension,
+    cst.GeneratorExp: FunctionWalk.v_comprehension,
+    cst.DictComp: FunctionWalk.v_comprehension,
+    cst.SimpleString: FunctionWalk.v_string,
+    cst.ConcatenatedString: FunctionWalk.v_string,
+    cst.FormattedString: FunctionWalk.v_string,
+    cst.Await: FunctionWalk.v_passthrough,
+    cst.Yield: FunctionWalk.v_yield,
+    cst.StarredElement: FunctionWalk.v_passthrough,
+    cst.NamedExpr: FunctionWalk.v_named,
+    cst.Lambda: FunctionWalk.v_lambda,
+    cst.Call: FunctionWalk.v_call,
+}

@@ -1,0 +1,122 @@
+"""What operations do to the labels of their operands: hashing, tilts and gates read from the
+scored token, byte spreading, bits per byte, data named by a path."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from audits.legality.values import (
+    EMPTY, GEN, INDICATOR, PROB, TARGET, TRAIN, VAL, Taint, has_data, kinds,
+)
+
+# Data files are named by split: fineweb_val_000000.bin, fineweb_train_*.bin, val.bin, ...
+_PATHLIKE = re.compile(r"[/*\\]|\.(bin|npy|npz|pt|jsonl|json|txt|arrow|parquet)\b|fineweb")
+_VAL_WORD = re.compile(r"(?<![a-z])val(id|idation)?(?![a-z])", re.I)
+_TRAIN_WORD = re.compile(r"(?<![a-z])train(ing)?(?![a-z])", re.I)
+_SPLIT_NAMES = {"val": VAL, "valid": VAL, "validation": VAL}
+_BITS = {0.6931471805599453, 1.4426950408889634}
+
+
+def big_int(node) -> bool:
+    return isinstance(node, cst.Integer) and int(node.value, 0) >= 1000
+
+
+def span(node: cst.Subscript, code) -> tuple | None:
+    """("span", lower, upper) for the positions a slice keeps (`nll[:, s:wlen]` -> s, wlen)."""
+    for element in node.slice:
+        s = element.slice
+        if isinstance(s, cst.Slice) and (s.lower is not None or s.upper is not None):
+            return ("span", code(s.lower) if s.lower is not None else "",
+                    code(s.upper) if s.upper is not None else "END")
+    return None
+
+
+def tilts(indicator: Taint, other: Taint) -> bool:
+    """An indicator of `target == hint` applied, for the first time, to a probability or log-prob."""
+    def scored(t):
+        return bool(kinds(t, "loss")) or PROB in t
+    return INDICATOR in indicator and not scored(indicator) and scored(other)
+
+
+def as_bytes(taint: Taint) -> Taint:
+    """What a table holds for the scored token, taken as that token's bytes."""
+    return frozenset(("bytes", label[1]) if label[0] == "gate" else label for label in taint)
+
+
+def is_target_vs_hint(target: Taint, hint: Taint) -> bool:
+    """`target == hint`: the realized token compared with a token predicted from context."""
+    return TARGET in target and TARGET not in hint and has_data(hint)
+
+
+def gated(left: Taint, right: Taint) -> Taint:
+    """A coefficient read from the realized token, applied to a probability or a tilt indicator.
+    (Values built from the scored token's bytes are the byte-mixture rule's finding instead.)"""
+    out = set()
+    if kinds(left, "bytes") or kinds(right, "bytes"):
+        return frozenset()
+    for gate_side, other in ((left, right), (right, left)):
+        if kinds(gate_side, "gate") and (PROB in other or INDICATOR in other):
+            out |= {("gated", label[1]) for label in kinds(gate_side, "gate")}
+    return frozenset(out)
+
+
+def condition(test: Taint, values: Taint) -> Taint:
+    """A choice between values made by a condition (`a if c else b`, torch.where)."""
+    out = set()
+    if kinds(test, "gate") and (PROB in values or INDICATOR in values or not kinds(values, "loss")):
+        out |= {label for label in test if label[0] == "gate"}
+    if len({label[1] for label in kinds(test, "loss")}) >= 2:
+        out |= {label for label in test if label[0] == "select"}
+    return frozenset(out)
+
+
+def additive_smoothing(node: cst.BinaryOperation) -> bool:
+    """`(count + k) / (total + k2)` with k2 < 2k: the same constant on both sides, where the
+    total needs k times the vocabulary size to keep the distribution summing to 1."""
+    def added(expr):
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add) \
+                and isinstance(expr.right, (cst.Integer, cst.Float)):
+            return float(expr.right.value)
+        return None
+    num, den = added(node.left), added(node.right)
+    return num is not None and den is not None and num > 0 and den < 2 * num
+
+
+def is_ln2(node) -> bool:
+    if isinstance(node, cst.Float):
+        return any(abs(float(node.value) - b) < 1e-3 for b in _BITS)
+    if isinstance(node, cst.Call) and isinstance(node.func, (cst.Attribute, cst.Name)):
+        name = node.func.attr.value if isinstance(node.func, cst.Attribute) else node.func.value
+        return name == "log" and len(node.args) == 1 and isinstance(node.args[0].value, (cst.Integer, cst.Float)) \
+            and float(node.args[0].value.value) == 2.0
+    return False
+
+
+def bytes_ratio(node) -> bool:
+    """A literal that can only be an assumed bytes-per-token ratio (or its inverse)."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+        node = node.right if isinstance(node.left, (cst.Integer, cst.Float)) else node
+    if not isinstance(node, cst.Float):
+        return False
+    value = float(node.value)
+    return 1.5 <= value <= 8.0 or 0.125 <= value <= 0.67
+
+
+def gen(taint: Taint) -> Taint:
+    return frozenset({GEN}) if GEN in taint else EMPTY
+
+
+def string_taint(text: str) -> Taint:
+    """Validation or training data, as far as a literal path or split name says."""
+    if text.lower() in _SPLIT_NAMES:
+        return frozenset({_SPLIT_NAMES[text.lower()]})
+    if not _PATHLIKE.search(text) or text.endswith(".py") or re.search(r"\s", text):
+        return EMPTY  # a message or a doc string mentioning the shards is not a path
+    out = set()
+    if _VAL_WORD.search(text):
+        out.add(VAL)
+    if _TRAIN_WORD.search(text):
+        out.add(TRAIN)
+    return frozenset(out)

@@ -1,0 +1,247 @@
+"""Score before update (#1017 C3): in the function whose statements hold both, is a score of some
+tokens fixed before any update that trained on them, and never taken again after?
+
+Judged from the statement order and the loop structure of one function, on events recorded by the
+interpreter (its own, and its callees' replayed at their call sites):
+  - a score S and an update U on overlapping data in the same iteration: S first is the legal
+    score-first order; U first adapts before scoring;
+  - across iterations of a loop that holds both: if either side sees the same data every
+    iteration (no label of that loop), U's tokens are scored again after it;
+  - U on the previous iteration's data only (carried round the loop) was scored there;
+  - an update repeated by a loop on unchanged data is a multi-epoch pass (contested, a warning).
+What was updated decides the rule: parameters made inside the loop for one window are SLOT, a
+tensor made outside it and added to logits is ETLB, model or adapter parameters are TTT.
+Verdicts are recorded as judgment events with the data they rest on; the rule fires where that
+data turns out to be validation tokens.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from audits.legality.values import (
+    Event, Site, Taint, data_roots, exclusive, is_score, is_update, kinds, switches,
+)
+
+SLOT, ETLB, TTT, PREQUANT, TRAIN_AT_EVAL, VAL_IN_TRAINING = (
+    "SLOT", "ETLB", "TTT_SCORE_AFTER_ADAPT", "PREQUANT_TTT_ON_VAL", "TRAIN_DATA_AT_EVAL",
+    "VAL_DATA_IN_TRAINING")
+
+
+def _passes(taint: Taint) -> list:
+    """The forward passes and losses a value comes from."""
+    return [label for label in taint if label[0] in ("loss", "out")]
+
+
+def relation(a: Site, b: Site) -> str:
+    """Where `a` runs relative to `b` within one pass through their common statements:
+    before, after, exclusive (different branches of an if), or same (one statement)."""
+    for x, y in zip(a.path, b.path):
+        if x == y:
+            continue
+        (block_a, i_a), (block_b, i_b) = x, y
+        if block_a == block_b:
+            return "before" if i_a < i_b else "after"
+        if block_a < 0 and block_b < 0:
+            return "exclusive"
+        return "before" if block_a < block_b else "after"
+    return "same"
+
+
+def common_loops(a: Site, b: Site) -> tuple:
+    out = []
+    for x, y in zip(a.loops, b.loops):
+        if x != y:
+            break
+        out.append(x)
+    return tuple(out)
+
+
+def varies(taint: Taint, loop) -> bool:
+    """Does the data differ per iteration of `loop` (fresh or carried over)?"""
+    return ("iter", loop) in taint or ("prev", loop) in taint
+
+
+def previous_only(taint: Taint, loop) -> bool:
+    return ("prev", loop) in taint and ("iter", loop) not in taint
+
+
+def _identities(taint: Taint) -> set:
+    """What identifies a model: a class defined in the script (its weights may reach a fresh
+    instance through a file: save, quantize, load), or the very object of a library class."""
+    out = set()
+    for label in taint:
+        if label[0] == "objref" and label[1][0] == "obj":
+            site, cls = label[1][1], label[1][2]
+            out.add(cls if ":" in cls else (cls, site))
+    return out
+
+
+def _same_model(update: Event, score: Event) -> bool:
+    """Could the score use what the update changed? A tensor made for the update (a bias, a
+    delta) must appear in the score; a model must be the same one (see _identities). Unknown
+    counts as the same."""
+    tensors = {label for label in update.state if label[0] == "state" and label[2] == "tensor"}
+    if tensors and not tensors & score.taint:
+        return False
+    updated, scored = _identities(update.state), _identities(score.taint)
+    return not updated or not scored or bool(updated & scored)
+
+
+def _made_inside(state: Taint, loop) -> tuple[bool, bool]:
+    """(made inside `loop`, is a plain tensor) for the state an update changed."""
+    inside = tensor = False
+    for label in state:
+        if label[0] == "state" and label[2] == "tensor":
+            tensor = True
+            inside |= label[1] is not None and loop in label[1].loops
+        elif label[0] == "objref" and label[1][0] == "obj":
+            inside |= loop in label[1][1].loops
+    return inside, tensor
+
+
+def _spans(taint: Taint) -> set[tuple[str, str]]:
+    return {(label[1], label[2]) for label in kinds(taint, "span")}
+
+
+def _context_only(update: Event, score: Event) -> bool:
+    """The update's loss covers positions that end where the scored ones start (issue #1336)."""
+    fitted, scored = _spans(update.taint), _spans(score.taint)
+    if not fitted or not scored:
+        return False
+    return all(hi in {lo for lo, _ in scored} for _, hi in fitted)
+
+
+def _after_training(update: Event, events: list[Event]) -> bool:
+    """Does a training update (on training data only) run before this one? Then this one is a
+    fine-tune after training, not training itself."""
+    return any(is_update(e) and ("train",) in e.taint and ("val",) not in e.taint
+               and relation(e.site, update.site) == "before" for e in events)
+
+
+def judge(fn, events: list[Event]) -> list[Event]:
+    """`events` with updates marked resolved (scored before; `other` = that score) or judged,
+    plus the verdicts."""
+    scores = [e for e in events if is_score(e)]
+    backpropagated = {label[1] for e in events if e.kind == "backward" for label in _passes(e.taint)}
+    out, verdicts = [], []
+    for event in events:
+        if not is_update(event) or not data_roots(event.taint) or "judged" in event.flags:
+            out.append(event)  # (an update already found to break the order is not re-judged)
+            continue
+        flags = set(event.flags)
+        first, closest = event.other, None
+        for score in scores:
+            verdict, resolved = _pair(event, score, backpropagated, events)
+            if verdict is not None:
+                verdicts.append(verdict)
+                flags.add("judged")
+            if resolved:
+                flags.add("resolved")
+                nearness = (len(common_loops(score.site, event.site)), score.site.path)
+                if closest is None or nearness > closest:
+                    closest, first = nearness, score.site
+        repeated = _repeated_loop(event, scores)
+        if repeated is not None:
+            verdicts.append(Event("judgment", event.site, event.taint, event.taint,
+                                  detail="MULTI_EPOCH", flags=switches(event)))
+        out.append(dataclasses.replace(event, flags=frozenset(flags), other=first))
+    everything = out + verdicts + _prebuilt(fn, events, scores) + _network_after_scoring(events, scores)
+    return list(dict.fromkeys(everything))  # one per distinct event (calls replay duplicates)
+
+
+def _prebuilt(fn, events: list[Event], scores: list[Event]) -> list[Event]:
+    """A table filled from the data in an earlier, separate pass, then read with hashed keys while
+    scoring: every score sees statistics of tokens it has not reached yet (C1), and if that first
+    pass scored too, the tokens are scored twice (C4)."""
+    verdicts = []
+    for lookup in (e for e in events if e.kind == "lookup"):
+        fills = [label[1] for label in kinds(lookup.state, "filled")
+                 if label[1].fn is fn and relation(label[1], lookup.site) == "before"
+                 and not common_loops(label[1], lookup.site)]
+        if not fills:
+            continue
+        fill = min(fills, key=lambda site: site.path)  # one finding per read: the first fill
+        scored_there = bool(fill.loops) and any(fill.loops[-1] in s.site.loops for s in scores)
+        rule = "TWO_PASS_RESCORE" if scored_there else "VAL_DATA_IN_TRAINING"
+        verdicts.append(Event("judgment", fill, lookup.taint, lookup.taint, detail=rule,
+                              other=lookup.site, flags=frozenset({"prebuilt"}) | switches(lookup)))
+    return verdicts
+
+
+def _network_after_scoring(events: list[Event], scores: list[Event]) -> list[Event]:
+    """A network call made once scoring has started, or between scores."""
+    verdicts = []
+    for net in (e for e in events if e.kind == "net"):
+        for score in scores:
+            if exclusive(score, net):
+                continue
+            if relation(score.site, net.site) == "before" or common_loops(score.site, net.site):
+                verdicts.append(Event("judgment", net.site, score.taint, score.taint,
+                                      detail="NETWORK_AT_EVAL", other=score.site,
+                                      flags=switches(net, score)))
+                break
+    return verdicts
+
+
+def _pair(update: Event, score: Event, backpropagated: set, events: list[Event]) -> tuple[Event | None, bool]:
+    """(verdict, whether this score comes before the update on its tokens)."""
+    if score.site.node is update.site.node:
+        return None, False  # both inside one call: judged in the callee
+    if not data_roots(update.taint) & data_roots(score.taint) or exclusive(update, score):
+        return None, False
+    order = relation(score.site, update.site)
+    if order in ("same", "exclusive"):
+        return None, False
+    loops = common_loops(score.site, update.site)
+    if not loops and not _same_model(update, score):
+        return None, False
+    # a fresh evaluation: the score holds a loss no backward pass ran through (a training loss
+    # kept for logging is not a score of the tokens)
+    origins = [label[1] for label in _passes(score.taint)]
+    fresh = not origins or any(origin not in backpropagated for origin in origins)
+    if order == "after" and loops and previous_only(update.taint, loops[-1]):
+        return None, True  # trains on the previous iteration's tokens, scored back then
+    if order == "before":
+        again = [loop for loop in loops if not (varies(score.taint, loop) and varies(update.taint, loop))]
+        if again and fresh:
+            return _verdict(update, score, loops, "again", events), True
+        extra = data_roots(update.taint) - data_roots(score.taint)
+        if loops and extra:  # the adaptation also reads data the scores do not: training data?
+            return Event("judgment", update.site, extra, score.taint, detail=TRAIN_AT_EVAL,
+                         other=score.site, flags=switches(update, score)), True
+        return None, True
+    if not fresh:
+        return None, False
+    return _verdict(update, score, loops, "first", events), False
+
+
+def _verdict(update: Event, score: Event, loops: tuple, how: str, events: list[Event]) -> Event:
+    """taint: what the update trained on; state: what the score scored (both must turn out to be
+    validation data for the verdict to stand)."""
+    def verdict(rule, flags):
+        return Event("judgment", update.site, update.taint, score.taint, detail=rule,
+                     other=score.site, flags=frozenset(flags) | switches(update, score))
+    if not loops:  # a pass of its own over the tokens, before they are scored
+        mixed = ("train",) in update.taint
+        return verdict(PREQUANT if _after_training(update, events) and not mixed else VAL_IN_TRAINING,
+                       {how})
+    if ("train",) in update.taint and ("train",) not in score.taint:
+        return verdict(TRAIN_AT_EVAL, {how})
+    inside, tensor = _made_inside(update.state, loops[-1])
+    warm = ("prev", loops[-1]) in update.state  # started from the last window's values
+    rule = SLOT if inside and not warm else ETLB if tensor else TTT
+    flags = {how}
+    if rule in (SLOT, ETLB) and _context_only(update, score):
+        flags.add("context_only")
+    return verdict(rule, flags)
+
+
+def _repeated_loop(update: Event, scores: list[Event]):
+    """A loop around the update, holding no score, that feeds it the same tokens every time."""
+    for loop in reversed(update.site.loops):
+        if any(loop in s.site.loops for s in scores):
+            return None
+        if not varies(update.taint, loop):
+            return loop
+    return None

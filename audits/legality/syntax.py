@@ -1,0 +1,57 @@
+"""Small questions about syntax: which names an expression reads, what a statement assigns."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+
+def unpacked(node: cst.Assign):
+    """The values of `a, b = x, y` (every target a tuple of the same length), else None."""
+    value = node.value
+    if not isinstance(value, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in value.elements):
+        return None
+    for target in node.targets:
+        t = target.target
+        if not isinstance(t, (cst.Tuple, cst.List)) or len(t.elements) != len(value.elements) \
+                or any(isinstance(e, cst.StarredElement) for e in t.elements):
+            return None
+    return [e.value for e in value.elements]
+
+
+def names(node) -> list[str]:
+    if isinstance(node, cst.Name):
+        return [node.value]
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return [n for e in node.elements for n in names(e.value)]
+    return []
+
+
+def name_nodes(node):
+    """Names read in an expression, through operators, calls, attributes, subscripts and
+    literals of containers (enough to see `total = total + x` or which names a formula uses)."""
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, cst.Name):
+            yield cur
+        elif isinstance(cur, cst.BinaryOperation):
+            stack += [cur.left, cur.right]
+        elif isinstance(cur, cst.UnaryOperation):
+            stack.append(cur.expression)
+        elif isinstance(cur, cst.Call):
+            stack += [cur.func] + [a.value for a in cur.args]
+        elif isinstance(cur, (cst.Attribute, cst.Subscript)):
+            stack.append(cur.value)
+        elif isinstance(cur, (cst.List, cst.Tuple)):
+            stack += [e.value for e in cur.elements]
+
+
+def root_name(node) -> str | None:
+    while isinstance(node, (cst.Attribute, cst.Subscript)):
+        node = node.value
+    return node.value if isinstance(node, cst.Name) else None
+
+
+def is_false(test) -> bool:
+    return (isinstance(test, cst.Name) and test.value == "False") or (
+        isinstance(test, cst.Integer) and test.value == "0")

@@ -1,0 +1,214 @@
+"""What the interpreter knows about a value (a taint: a set of labels) and where things happened
+(sites), plus the events a function's walk records.
+
+Labels are tuples whose first item is the kind:
+  ("val",) ("train",) ("gen",)   validation data, training data, model-generated tokens
+  ("param", i)                   whatever the caller passes as parameter i (resolved at call sites)
+  ("iter", loop) ("prev", loop)  differs per iteration of `loop` / holds the previous iteration's data
+  ("loss", site)                 a log-probability or loss computed at `site`
+  ("model",) ("prob",)           an output of the model / a probability
+  ("out", site)                  the model output computed at `site` (which forward pass)
+  ("target",)                    the tokens being scored
+  ("state", site, kind)          trainable parameters: a "tensor" made at site, or a "module"'s
+                                 parameters (site: where the module was made, None if unknown)
+  ("obj", site, cls) ("objref", label)   an object made at site / the object a model call ran on
+  ("optim",) ("grad",) ("lossfn",) ("hook",) ("fn", key)
+  ("hash",) ("mask",) ("indicator",) ("stat",)   a hash key / an == or != test / target == hint /
+                                 a reduction or matrix product (a statistic, not tokens)
+  ("shift", NAME) ("span", lo, hi)   NAME[:, :-1] (previous positions) / the positions a slice keeps
+  ("bits",) ("cls", key)         a loss divided by ln 2 / a class of the script, as a value
+  ("flag", NAME, on)             a setting read from environment variable NAME; `on`: its default
+  ("gate", site, how)            read from the scored token: a "lookup" (table[target]) or a
+                                 "compare" (target < k)
+  ("bytes", site) ("gated", site) ("select", site) ("filled", site)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import libcst as cst
+
+Label = tuple
+Taint = frozenset
+
+EMPTY: Taint = frozenset()
+VAL, TRAIN, GEN = ("val",), ("train",), ("gen",)
+MODEL, PROB, TARGET = ("model",), ("prob",), ("target",)
+OPTIM, GRAD, LOSSFN, HOOK = ("optim",), ("grad",), ("lossfn",), ("hook",)
+HASH, MASK, INDICATOR, STAT = ("hash",), ("mask",), ("indicator",), ("stat",)
+DATA_KINDS = {"val", "train", "gen", "param"}
+# Labels made at a site inside a callee are moved to the call site when the callee's effects are
+# replayed in its caller: there, the call is where the loss was computed or the object made.
+RELOCATED_KINDS = {"loss", "out", "state", "obj", "filled"}
+LOCAL_KINDS = {"iter", "prev"}
+
+
+class Site:
+    """Where something happened, seen from the function that judges it: `node` is in `fn`'s body
+    at statement path `path` inside `loops`; `inner` is the operation itself (in `inner_fn`), which
+    differs from `node` when the effect was replayed from a callee through the call `node`."""
+
+    __slots__ = ("fn", "node", "path", "loops", "inner", "inner_fn", "chain", "statement")
+
+    def __init__(self, fn, node: cst.CSTNode, path: tuple, loops: tuple, inner=None, inner_fn=None,
+                 chain: tuple = (), statement: tuple | None = None):
+        self.fn = fn
+        self.node = node
+        self.path = path
+        self.loops = loops
+        self.inner = node if inner is None else inner
+        self.inner_fn = fn if inner_fn is None else inner_fn
+        self.chain = chain  # the call nodes from `fn` down to `inner`, outermost first
+        # the statement holding `inner` in `inner_fn` (two findings there are one place)
+        self.statement = (self.inner_fn.key, path) if statement is None else statement
+
+    def position(self):
+        """Where `inner` is in its script's source (a libcst CodeRange), or None."""
+        return self.inner_fn.script.position(self.inner)
+
+    def call_position(self):
+        """Where the last call on the way to `inner` is (the one into the function holding it),
+        or None when `inner` was not reached through a call."""
+        if not self.chain:
+            return None
+        for script in (self.inner_fn.script, self.fn.script):
+            found = script.position(self.chain[-1])
+            if found is not None:
+                return found
+        return None
+
+    def _key(self):
+        return (self.fn.key, id(self.node), id(self.inner))
+
+    def __eq__(self, other):
+        return isinstance(other, Site) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def moved(self, call: Site) -> Site:
+        """This site seen from the caller, through the call at `call`."""
+        return Site(call.fn, call.node, call.path, call.loops, self.inner, self.inner_fn,
+                    (call.node,) + self.chain, self.statement)
+
+
+@dataclasses.dataclass(frozen=True)
+class Event:
+    """Something a function does that a rule may care about.
+
+    kind: score (loss accumulated into a running total), update (an optimizer step or in-place
+    parameter update; taint = the data of the loss behind it, state = what was updated), backward,
+    calib (data fed to a model whose activations are being recorded), sink (data serialized),
+    net (a network call), lookup (a table read with a hashed key; taint = the key's, state = the
+    table's), mix (a previous-token mixing path; flags say whether it is masked), pieces (a
+    bytes-per-token table built from tokenizer pieces), ratio (bits divided by a bytes-per-token
+    literal), tilt (a target == hint indicator meeting a probability), smoothing (count + k over
+    total + k), judgment (a verdict reached where the loop structure was visible; detail = rule,
+    taint and state = the data it rests on).
+    """
+
+    kind: str
+    site: Site
+    taint: Taint = EMPTY
+    state: Taint = EMPTY
+    detail: str = ""
+    flags: frozenset = frozenset()
+    other: Site | None = None  # judgment: the second operation (e.g. the score after an update)
+
+    def moved(self, call: Site, args: list[Taint]) -> Event:
+        return dataclasses.replace(self, site=self.site.moved(call),
+                                   taint=substitute(self.taint, args, call, self.site.fn),
+                                   state=substitute(self.state, args, call, self.site.fn),
+                                   other=self.other.moved(call) if self.other else None)
+
+
+def switches(*events: Event) -> frozenset:
+    """The "if:NAME:needed:default" flags of events: the settings (environment variables) the
+    code runs under, on (1) or off (0), and their defaults."""
+    return frozenset(flag for e in events for flag in e.flags if flag.startswith("if:"))
+
+
+def exclusive(a: Event, b: Event) -> bool:
+    """Do the two need one setting both on and off (`if h.ttt_enabled:` ... and
+    `if not h.ttt_enabled:` ...)? Then they never run together."""
+    needed = {}
+    for flag in switches(a):
+        _, name, need, _ = flag.split(":")
+        needed[name] = need
+    for flag in switches(b):
+        _, name, need, _ = flag.split(":")
+        if needed.get(name, need) != need:
+            return True
+    return False
+
+
+def non_default(event: Event) -> list[str]:
+    """How the settings must differ from their defaults for the event's code to run."""
+    out = []
+    for flag in sorted(switches(event)):
+        _, name, need, default = flag.split(":")
+        if need != default:
+            out.append(f"{name} is set" if need == "1" else f"{name} is turned off")
+    return out
+
+
+def loss_data(taint: Taint) -> Taint:
+    """What an update's loss rests on: its data, per-iteration labels, forward passes, positions."""
+    return frozenset(label for label in taint
+                     if label[0] in ("val", "train", "gen", "param", "iter", "prev", "loss", "out", "span"))
+
+
+def is_update(event: Event) -> bool:
+    """An optimizer step or in-place parameter update (a `.step()` whose receiver turned out to be
+    an optimizer once the caller's arguments are known)."""
+    return event.kind == "update" and OPTIM in event.state
+
+
+def is_score(event: Event) -> bool:
+    """A running total of losses or model outputs on data (not of byte or token counts)."""
+    return event.kind == "score" and (MODEL in event.taint or any(l[0] == "loss" for l in event.taint))
+
+
+def data_roots(taint: Taint) -> Taint:
+    return frozenset(label for label in taint if label[0] in DATA_KINDS)
+
+
+def has_data(taint: Taint) -> bool:
+    return any(label[0] in DATA_KINDS for label in taint)
+
+
+def kinds(taint: Taint, kind: str) -> list[Label]:
+    return [label for label in taint if label[0] == kind]
+
+
+def objref(taint: Taint) -> Taint:
+    """The labels that identify the object a model call ran on (not data flowing into it)."""
+    out = set()
+    for label in taint:
+        if label[0] == "objref":
+            out.add(label)
+        elif label[0] in ("obj", "param"):
+            out.add(("objref", label))
+    return frozenset(out)
+
+
+def substitute(taint: Taint, args: list[Taint], call: Site, callee) -> Taint:
+    """A callee's taint seen in its caller: parameters replaced by the arguments' taints, labels
+    made inside the callee moved to the call site, the callee's loop labels dropped."""
+    out = set()
+    for label in taint:
+        kind = label[0]
+        if kind == "param":
+            if label[1] < len(args):
+                out |= args[label[1]]
+        elif kind == "objref" and label[1][0] == "param":
+            if label[1][1] < len(args):
+                out |= objref(args[label[1][1]])
+        elif kind in LOCAL_KINDS:
+            continue
+        elif kind in RELOCATED_KINDS and label[1] is not None and label[1].fn is callee:
+            out.add((kind, label[1].moved(call)) + label[2:])
+        else:
+            out.add(label)
+    return frozenset(out)

@@ -1,0 +1,172 @@
+"""How the smoke import is isolated from this machine: the sandbox levels, and the command,
+environment and identity each one runs the child with.
+
+Levels, best first (the best one that works here is used, and the report names it):
+- bubblewrap: new network, PID, IPC and UTS namespaces; a root filesystem that holds only the
+  system and Python directories, read-only, plus the temporary directory; no new privileges;
+  run as nobody when pgolf runs as root.
+- unshare: new network and PID namespaces and a fresh /proc (util-linux `unshare`); the host's
+  filesystem.
+- none: no namespaces. The import has network access; the report says so.
+At every level: a fresh process, a scrubbed environment, HOME and TMPDIR inside the temporary
+directory, resource limits, and everything the child started is killed at the end (at `none`,
+a daemon that leaves the process tree and group and replaces its environment can survive).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+NOBODY = 65534
+_SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+                 "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/passwd",
+                 "/etc/group", "/etc/nsswitch.conf", "/etc/localtime", "/etc/alternatives")
+
+
+@dataclasses.dataclass(frozen=True)
+class Sandbox:
+    level: str  # bubblewrap, unshare, none
+    network_isolated: bool
+    own_pid_namespace: bool  # every process the import started dies with it
+    private_filesystem: bool  # only the temporary directory is writable, nothing else is visible
+    drop_to: int | None  # the uid the child switches to before running the script
+
+    @property
+    def process_limit_enforced(self) -> bool:
+        """The kernel never applies the process limit to uid 0."""
+        return self.drop_to is not None or os.geteuid() != 0
+
+    def describe(self) -> str:
+        parts = ["no network" if self.network_isolated else "WITH network access (not isolated)"]
+        parts.append("own PID namespace" if self.own_pid_namespace
+                     else "no PID namespace (other processes are visible; detached processes may survive)")
+        parts.append("read-only system, only the temporary copy writable" if self.private_filesystem
+                     else "host filesystem, writable wherever this user can write")
+        uid = self.drop_to if self.drop_to is not None else os.geteuid()
+        parts.append(f"uid {uid}" + ("" if self.process_limit_enforced else " (no process limit for root)"))
+        return f"{self.level}: " + ", ".join(parts)
+
+
+def sandboxes() -> dict[str, Sandbox]:
+    """Every level that works on this machine, best first."""
+    return dict(_probe())
+
+
+def best() -> Sandbox:
+    return next(iter(sandboxes().values()))
+
+
+@functools.lru_cache(maxsize=1)
+def _probe() -> tuple[tuple[str, Sandbox], ...]:
+    root = os.geteuid() == 0
+    found = []
+    if shutil.which("bwrap") and _works(_bwrap_prefix(Path("/"), Path("/"))):
+        found.append(("bubblewrap", Sandbox("bubblewrap", True, True, True, NOBODY if root else None)))
+    if shutil.which("unshare") and _works(_unshare_prefix()):
+        found.append(("unshare", Sandbox("unshare", True, True, False, None)))
+    found.append(("none", Sandbox("none", False, False, False, None)))
+    return tuple(found)
+
+
+def _works(prefix: list[str]) -> bool:
+    try:
+        done = subprocess.run([*prefix, sys.executable, "-I", "-c", "pass"], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def command(sandbox: Sandbox, tmp: Path, workdir: Path, argv: list[str]) -> list[str]:
+    """The command line that runs `argv` at this level, in `workdir`, with `tmp` writable."""
+    if sandbox.level == "bubblewrap":
+        return [*_bwrap_prefix(tmp, workdir), *argv]
+    if sandbox.level == "unshare":
+        return [*_unshare_prefix(), *argv]
+    return list(argv)
+
+
+def _bwrap_prefix(tmp: Path, workdir: Path) -> list[str]:
+    if os.geteuid() == 0:
+        # No user namespace: in one, only uid 0 would exist, and the child could not switch to
+        # nobody. bwrap drops root's capabilities; the child needs these two to drop root itself.
+        args = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+                "--unshare-cgroup-try", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    else:
+        args = ["bwrap", "--unshare-all"]
+    # The child is the namespace's first process: when it ends, the kernel kills the rest before bwrap
+    # returns, so nothing is still dying when the import is reported.
+    args += ["--as-pid-1", "--die-with-parent", "--new-session"]
+    # /tmp first: a Python installed under it is bound on top of the fresh /tmp, not hidden by it
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm"]
+    bound: list[str] = []
+    made: set[str] = set()
+    for path in sorted({*_SYSTEM_PATHS, *_python_paths()}):
+        if not os.path.lexists(path) or any(path.startswith(b + "/") for b in bound):
+            continue
+        if os.path.islink(path) and path in _SYSTEM_PATHS:
+            args += ["--symlink", os.readlink(path), path]  # merged /usr: /bin -> usr/bin
+        else:
+            # bwrap copies the modes of the directories above a bind (/root is 0700); make them
+            # passable for the unprivileged child
+            for parent in reversed(Path(path).parents[:-1]):
+                if str(parent) not in made:
+                    args += ["--perms", "0755", "--dir", str(parent)]
+                    made.add(str(parent))
+            args += ["--ro-bind", path, path]
+        bound.append(path)
+    if tmp != Path("/"):
+        args += ["--bind", str(tmp), str(tmp)]
+    return args + ["--chdir", str(workdir), "--"]
+
+
+def _python_paths() -> list[str]:
+    """The interpreter and its libraries: the venv, and the installation the venv points to."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+             os.path.dirname(os.path.realpath(sys.executable))}
+    return [*paths, *(os.path.realpath(p) for p in paths)]  # as named, and where links lead
+
+
+def _unshare_prefix() -> list[str]:
+    # Without root, a user namespace is what allows the others (mapped to root inside it only).
+    user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+    # A fresh /proc: the host's would show other processes, and their environment to the same user.
+    return ["unshare", *user, "--net", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc", "--"]
+
+
+def environment(tmp: Path) -> dict[str, str]:
+    """The child's whole environment, built from nothing: no tokens, keys, SSH agent, cloud or
+    proxy variables can leak in, and no hyperparameter overrides of the caller either."""
+    return {
+        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(tmp / "home"),
+        "TMPDIR": str(tmp / "tmp"),
+        "LANG": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "CUDA_VISIBLE_DEVICES": "",
+        "TORCH_COMPILE_DISABLE": "1",
+        "OMP_NUM_THREADS": "1",  # threads count against the process limit
+    }
+
+
+def tasks_of(uid: int) -> int:
+    """How many processes and threads `uid` runs now: without a user namespace the process limit
+    counts them all, so the child's allowance comes on top."""
+    count = 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = Path(entry.path, "status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if int(fields.get("Uid", "-1 ").split()[0]) == uid:
+            count += int(fields.get("Threads", "1"))
+    return count

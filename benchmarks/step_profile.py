@@ -1,0 +1,161 @@
+"""Where one training step of the record preset spends its time, on one GPU.
+
+    PYTHONPATH=. python benchmarks/step_profile.py [--steps 6] [--trace]
+
+Builds the record model exactly as `pgolf train` does (compiled, the chosen attention kernel,
+Muon + AdamW, bf16 autocast, gradient accumulation 8 so the step is the 8-GPU global batch), feeds
+it random tokens (no data pipeline: this isolates the GPU work), and for looping off and on:
+  - times --steps steps after 3 compile/warmup steps (CUDA-synchronized wall clock, median);
+  - splits one step into forward+backward of the 8 micro-batches, gradient clipping, and the
+    optimizer step;
+  - profiles one step and prints the CUDA kernels grouped by kind (matmul, attention, fused
+    elementwise, Newton-Schulz, copies, other) with their share of the step;
+  - prints the dtype of the residual stream inside a block.
+The numbers are what the speed work of the trainer is measured against (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import torch  # noqa: E402
+
+from trainer.attention import activate_backend, choose_backend  # noqa: E402
+from trainer.config import load_config  # noqa: E402
+from trainer.distributed import Dist  # noqa: E402
+from trainer.evaluate import autocast  # noqa: E402
+from trainer.model import GPT  # noqa: E402
+from trainer.optim import build_optimizers  # noqa: E402
+
+KINDS = (("attention", ("cudnn", "flash", "fmha", "sdpa", "attn")),
+         ("matmul", ("gemm", "cutlass", "sm90", "nvjet", "cublas")),
+         ("copy/cast", ("copy", "memcpy", "memset", "to_copy", "convert")),
+         ("fused elementwise", ("triton",)))
+
+
+def kind_of(name: str) -> str:
+    lowered = name.lower()
+    for kind, tags in KINDS:
+        if any(tag in lowered for tag in tags):
+            return kind
+    return "other"
+
+
+def make_batches(cfg, n: int, device: torch.device) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    seqs = cfg.train_batch_tokens // (8 * cfg.train_seq_len)
+    out = []
+    for _ in range(n):
+        tokens = torch.randint(0, cfg.vocab_size, (seqs, cfg.train_seq_len + 1), generator=gen)
+        tokens = tokens.to(device)
+        out.append((tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()))
+    return out
+
+
+def timed_step(net, model, opts, batches, cfg, device) -> dict[str, float]:
+    """One optimizer step; milliseconds of each phase (synchronized)."""
+    times = {}
+    torch.cuda.synchronize(device)
+    t0 = time.perf_counter()
+    for x, y in batches:
+        with autocast(device):
+            loss = net(x, y)
+        (loss / len(batches)).backward()
+    torch.cuda.synchronize(device)
+    t1 = time.perf_counter()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip_norm)
+    torch.cuda.synchronize(device)
+    t2 = time.perf_counter()
+    opts.step()
+    opts.zero_grad()
+    torch.cuda.synchronize(device)
+    t3 = time.perf_counter()
+    times["forward+backward x8"] = 1000 * (t1 - t0)
+    times["clip"] = 1000 * (t2 - t1)
+    times["optimizer"] = 1000 * (t3 - t2)
+    times["step"] = 1000 * (t3 - t0)
+    return times
+
+
+def residual_dtype(model, batches, device) -> str:
+    seen = []
+    hook = model.blocks[0].register_forward_hook(lambda m, i, o: seen.append(str(o.dtype)))
+    with torch.no_grad(), autocast(device):
+        model(*[t[:1, :64] for t in batches[0]])
+    hook.remove()
+    return seen[0]
+
+
+def profile_step(net, model, opts, batches, cfg, device) -> list[tuple[str, float, int]]:
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        timed_step(net, model, opts, batches, cfg, device)
+    rows = []
+    for event in prof.key_averages():
+        cuda_us = getattr(event, "device_time_total", None) or getattr(event, "cuda_time_total", 0)
+        if cuda_us > 0 and event.key and not event.key.startswith("ProfilerStep"):
+            rows.append((event.key, cuda_us / 1000.0, event.count))
+    return sorted(rows, key=lambda r: -r[1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "runs/step_profile")))
+    args = ap.parse_args()
+    device = torch.device("cuda")
+    torch.set_float32_matmul_precision("high")
+    cfg = load_config({"PRESET": "record"})
+    model = GPT(cfg).to(device)
+    backend, why = choose_backend(cfg.attn_backend, device, cfg.num_heads, cfg.num_kv_heads,
+                                  cfg.model_dim // cfg.num_heads)
+    activate_backend(backend)
+    model.set_attention_backend(backend)
+    net = torch.compile(model, dynamic=False, fullgraph=True)
+    opts = build_optimizers(cfg, model, Dist())
+    batches = make_batches(cfg, 8, device)
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name(device)}, attention {backend} ({why})")
+    print(f"residual stream dtype inside a block (eager, autocast): {residual_dtype(model, batches, device)}")
+    report = {"attention": backend}
+    for looping in (False, True):
+        model.looping_active = looping
+        label = "looping" if looping else "plain"
+        t0 = time.perf_counter()
+        for _ in range(3):
+            timed_step(net, model, opts, batches, cfg, device)
+        compile_s = time.perf_counter() - t0
+        runs = [timed_step(net, model, opts, batches, cfg, device) for _ in range(args.steps)]
+        med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+        spread = max(r["step"] for r in runs) - min(r["step"] for r in runs)
+        print(f"\n== {label}: compile+3 steps {compile_s:.0f}s; median of {args.steps} steps "
+              f"(spread {spread:.1f} ms): " + ", ".join(f"{k} {v:.1f} ms" for k, v in med.items()))
+        rows = profile_step(net, model, opts, batches, cfg, device)
+        by_kind = collections.Counter()
+        for name, ms, _ in rows:
+            by_kind[kind_of(name)] += ms
+        total = sum(by_kind.values())
+        print(f"GPU kernel time in one step: {total:.1f} ms; " + ", ".join(
+            f"{k} {v:.1f} ms ({100 * v / total:.0f}%)" for k, v in by_kind.most_common()))
+        for name, ms, count in rows[:18]:
+            print(f"  {ms:8.2f} ms  x{count:<5d} {kind_of(name):<17s} {name[:90]}")
+        report[label] = {"median_ms": med, "kernel_ms_by_kind": dict(by_kind),
+                         "top_kernels": rows[:40]}
+    peak = torch.cuda.max_memory_allocated(device) / 2**30
+    print(f"\npeak memory allocated {peak:.1f} GiB")
+    report["peak_gib"] = peak
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "step_profile.json").write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()

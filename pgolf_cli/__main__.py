@@ -1,0 +1,3 @@
+from pgolf_cli.main import main
+
+main()

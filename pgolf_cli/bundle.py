@@ -1,0 +1,320 @@
+"""Build the single standalone `train_gpt.py` a submission ships, from the trainer package.
+
+An amalgamation with libcst: starting at trainer/main.py, every trainer module it imports (and
+theirs) is included once, in dependency order. Imports between trainer modules are removed, which
+works because the package imports only `from trainer.<module> import <name>` and no two modules
+define the same top-level name (both are checked here). Other imports are hoisted to the top,
+once each. Module docstrings become section comments; only the entry module keeps its
+`if __name__ == "__main__":` block, so importing the bundle runs nothing. The result must parse
+as Python 3.10. Nothing from pgolf_cli or audits is included.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import sys
+from pathlib import Path
+
+import libcst as cst
+
+import trainer
+from pgolf_cli.errors import PgolfError
+
+PACKAGE = "trainer"
+ENTRY = "main"
+TARGET_PYTHON = (3, 10)
+
+
+@dataclasses.dataclass
+class Module:
+    name: str
+    tree: cst.Module
+    deps: list[str]                       # trainer modules it imports, in source order
+    imports: dict[str, list[str]]         # module -> names imported from it
+    optional: dict[str, list[str]]        # same, for `try: from trainer.x import ...` guards
+
+
+def package_dir() -> Path:
+    return Path(trainer.__file__).resolve().parent
+
+
+def build_bundle(source_dir: Path | None = None) -> str:
+    """The text of train_gpt.py built from the trainer package in `source_dir`."""
+    source_dir = source_dir or package_dir()
+    order = _dependency_order(source_dir)
+    _check_names(order)
+    imports: list[cst.Import | cst.ImportFrom] = []
+    sections: list[str] = []
+    for module in order:
+        body = _transform(module, module.name == ENTRY, {m.name for m in order})
+        imports += body.imports
+        sections.append(_section(module, body.code))
+    header_imports = _merge_imports(imports)
+    names = ", ".join(f"{PACKAGE}/{m.name}.py" for m in order)
+    text = (f'"""Parameter Golf trainer: the pgolf `{PACKAGE}` package in one file.\n\n'
+            f"Built from {names}.\n"
+            "Run: torchrun --standalone --nproc_per_node=8 train_gpt.py (or python train_gpt.py on "
+            "one GPU).\nSettings are environment variables; the log's Hyperparameters block lists "
+            'them all.\n"""\n\n'
+            "from __future__ import annotations\n\n" + "\n".join(header_imports) + "\n\n"
+            + "\n\n".join(sections).rstrip() + "\n")
+    try:
+        ast.parse(text, feature_version=TARGET_PYTHON)
+    except SyntaxError as exc:
+        raise PgolfError(f"the bundle is not Python {TARGET_PYTHON[0]}.{TARGET_PYTHON[1]} "
+                         f"syntax: {exc.msg} at line {exc.lineno}") from None
+    return text
+
+
+def write_bundle(path: Path, source_dir: Path | None = None) -> str:
+    text = build_bundle(source_dir)
+    path.write_text(text, encoding="utf-8")
+    return text
+
+
+# ---- reading the package -------------------------------------------------------------------
+
+def _dotted(node: cst.BaseExpression | None) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted(node.value)}.{node.attr.value}"
+    return ""
+
+
+def _internal_import(stmt: cst.CSTNode, where: str) -> tuple[str, list[str]] | None:
+    """(module, names) for `from trainer.<module> import names`; None for other statements."""
+    if isinstance(stmt, cst.Import):
+        for alias in stmt.names:
+            if _dotted(alias.name).split(".")[0] == PACKAGE:
+                raise PgolfError(f"{where}: write `from {PACKAGE}.<module> import <name>`, "
+                                 f"not `import {_dotted(alias.name)}`")
+        return None
+    if not isinstance(stmt, cst.ImportFrom):
+        return None
+    if stmt.relative:
+        raise PgolfError(f"{where}: relative imports cannot be bundled; import from {PACKAGE}.<module>")
+    module = _dotted(stmt.module)
+    if module.split(".")[0] != PACKAGE:
+        return None
+    if module.count(".") != 1 or isinstance(stmt.names, cst.ImportStar):
+        raise PgolfError(f"{where}: write `from {PACKAGE}.<module> import <name>, ...`")
+    names = []
+    for alias in stmt.names:
+        if alias.asname is not None:
+            raise PgolfError(f"{where}: `import ... as ...` of a {PACKAGE} name cannot be bundled")
+        names.append(alias.name.value)
+    return module.split(".")[1], names
+
+
+def _guarded_import(stmt: cst.CSTNode, where: str) -> tuple[str, list[str]] | None:
+    """`try: from trainer.x import ... except ...:` - a module that may not exist yet."""
+    if isinstance(stmt, cst.Try) and len(stmt.body.body) == 1:
+        inner = stmt.body.body[0]
+        if isinstance(inner, cst.SimpleStatementLine) and len(inner.body) == 1:
+            return _internal_import(inner.body[0], where)
+    return None
+
+
+def _read(source_dir: Path, name: str) -> Module:
+    path = source_dir / f"{name}.py"
+    where = f"{PACKAGE}/{name}.py"
+    tree = cst.parse_module(path.read_text(encoding="utf-8"))
+    module = Module(name, tree, [], {}, {})
+    for stmt in tree.body:
+        guarded = _guarded_import(stmt, where)
+        if guarded is not None:
+            if (source_dir / f"{guarded[0]}.py").exists():
+                module.deps.append(guarded[0])
+            module.optional[guarded[0]] = guarded[1]
+            continue
+        inner = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else []
+        for small in inner:
+            found = _internal_import(small, where)
+            if found is not None:
+                module.deps.append(found[0])
+                module.imports[found[0]] = found[1]
+    return module
+
+
+def _dependency_order(source_dir: Path) -> list[Module]:
+    modules: dict[str, Module] = {}
+    order: list[Module] = []
+    visiting: list[str] = []
+
+    def visit(name: str) -> None:
+        if name in visiting:
+            raise PgolfError(f"import cycle: {' -> '.join(visiting + [name])}")
+        if any(m.name == name for m in order):
+            return
+        if not (source_dir / f"{name}.py").exists():
+            raise PgolfError(f"{PACKAGE}/{name}.py does not exist")
+        visiting.append(name)
+        modules[name] = _read(source_dir, name)
+        for dep in modules[name].deps:
+            visit(dep)
+        visiting.pop()
+        order.append(modules[name])
+
+    visit(ENTRY)
+    return order
+
+
+# ---- checking names --------------------------------------------------------------------------
+
+def _top_level_names(module: Module) -> dict[str, str]:
+    """Names a module binds at top level -> what binds them ("def" or the imported origin)."""
+    names: dict[str, str] = {}
+    for stmt in module.tree.body:
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            names[stmt.name.value] = f"def in {module.name}"
+        elif isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                names.update(_bound_by(small, module.name))
+        elif isinstance(stmt, cst.Try) and _guarded_import(stmt, module.name):
+            continue
+        elif isinstance(stmt, (cst.Try, cst.If)):
+            for name in _assigned_in_block(stmt):
+                names[name] = f"def in {module.name}"
+    return names
+
+
+def _bound_by(small: cst.BaseSmallStatement, module: str) -> dict[str, str]:
+    if isinstance(small, cst.Import):
+        return {(a.asname.name.value if a.asname else _dotted(a.name).split(".")[0]):
+                _dotted(a.name) for a in small.names}
+    if isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
+        source = _dotted(small.module)
+        if source.split(".")[0] == PACKAGE:
+            return {}
+        return {(a.asname.name.value if a.asname else a.name.value): f"{source}.{a.name.value}"
+                for a in small.names}
+    targets: list[cst.BaseExpression] = []
+    if isinstance(small, cst.Assign):
+        targets = [t.target for t in small.targets]
+    elif isinstance(small, cst.AnnAssign):
+        targets = [small.target]
+    out = {}
+    for target in targets:
+        elements = target.elements if isinstance(target, cst.Tuple) else [target]
+        for el in elements:
+            node = el.value if isinstance(el, cst.Element) else el
+            if isinstance(node, cst.Name):
+                out[node.value] = f"def in {module}"
+    return out
+
+
+def _assigned_in_block(stmt: cst.CSTNode) -> set[str]:
+    found: set[str] = set()
+
+    class Visitor(cst.CSTVisitor):
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            if isinstance(node.target, cst.Name):
+                found.add(node.target.value)
+
+    stmt.visit(Visitor())
+    return found
+
+
+def _check_names(order: list[Module]) -> None:
+    bound: dict[str, tuple[str, str]] = {}  # name -> (origin, module)
+    defined = {m.name: _top_level_names(m) for m in order}
+    for module in order:
+        for name, origin in defined[module.name].items():
+            if name in bound and bound[name][0] != origin:
+                raise PgolfError(f"{PACKAGE}/{module.name}.py and {PACKAGE}/{bound[name][1]}.py both "
+                                 f"bind the top-level name {name!r}; rename one so they can share a file")
+            bound.setdefault(name, (origin, module.name))
+        present = {m: n for m, n in module.optional.items() if m in defined}
+        for source, names in {**module.imports, **present}.items():
+            for name in names:
+                if name not in defined.get(source, {}):
+                    raise PgolfError(f"{PACKAGE}/{module.name}.py imports {name} from "
+                                     f"{PACKAGE}.{source}, which does not define it at top level")
+
+
+# ---- writing ---------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class _Body:
+    imports: list[cst.Import | cst.ImportFrom]
+    code: str
+
+
+def _merge_imports(imports: list[cst.Import | cst.ImportFrom]) -> list[str]:
+    """One `import x` per module and one `from x import a, b` per source, standard library
+    first, each group sorted."""
+    plain: set[str] = set()
+    names: dict[str, set[str]] = {}
+    for stmt in imports:
+        if isinstance(stmt, cst.Import):
+            plain.update(cst.Module(body=[cst.SimpleStatementLine([cst.Import(names=[a.with_changes(
+                comma=cst.MaybeSentinel.DEFAULT)])])]).code.strip() for a in stmt.names)
+        else:
+            source = _dotted(stmt.module)
+            for a in stmt.names:
+                names.setdefault(source, set()).add(
+                    a.name.value + (f" as {a.asname.name.value}" if a.asname else ""))
+    lines = [(p.split()[1], p) for p in plain]
+    lines += [(source, f"from {source} import {', '.join(sorted(n))}") for source, n in names.items()]
+
+    def key(item: tuple[str, str]) -> tuple[bool, bool, str]:
+        root = item[0].split(".")[0]
+        return root not in sys.stdlib_module_names, item[1].startswith("from"), item[0]
+
+    ordered = sorted(lines, key=key)
+    out = [line for _, line in ordered]
+    first_party = next((i for i, item in enumerate(ordered) if key(item)[0]), len(out))
+    return out[:first_party] + [""] * (0 < first_party < len(out)) + out[first_party:]
+
+
+def _transform(module: Module, is_entry: bool, bundled: set[str]) -> _Body:
+    where = f"{PACKAGE}/{module.name}.py"
+    imports: list[cst.Import | cst.ImportFrom] = []
+    kept: list[cst.BaseStatement] = []
+    body = list(module.tree.body)
+    if body and _docstring(body[0]) is not None:
+        body = body[1:]
+    for stmt in body:
+        guarded = _guarded_import(stmt, where)
+        if guarded is not None:
+            if guarded[0] not in bundled:  # absent from this build: keep the fallback assignments
+                kept.extend(s for s in stmt.handlers[0].body.body if not isinstance(s, cst.If))
+            continue
+        if _is_main_guard(stmt) and not is_entry:
+            continue
+        if isinstance(stmt, cst.SimpleStatementLine) and all(
+                isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body):
+            for small in stmt.body:
+                if _internal_import(small, where) is not None:
+                    continue
+                if isinstance(small, cst.ImportFrom) and _dotted(small.module) == "__future__":
+                    continue
+                imports.append(small)
+            continue
+        kept.append(stmt)
+    code = cst.Module(body=kept).code.strip("\n")
+    return _Body(imports, code)
+
+
+def _docstring(stmt: cst.CSTNode) -> str | None:
+    if (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+            and isinstance(stmt.body[0], cst.Expr)
+            and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))):
+        return stmt.body[0].value.evaluated_value
+    return None
+
+
+def _is_main_guard(stmt: cst.CSTNode) -> bool:
+    if not isinstance(stmt, cst.If) or not isinstance(stmt.test, cst.Comparison):
+        return False
+    return _dotted(stmt.test.left) == "__name__"
+
+
+def _section(module: Module, code: str) -> str:
+    doc = _docstring(module.tree.body[0]) if module.tree.body else None
+    lines = [f"# {'-' * 4} {PACKAGE}/{module.name}.py {'-' * (88 - len(module.name) - 17)}"]
+    for line in (doc or "").strip().splitlines():
+        lines.append(f"# {line}".rstrip())
+    return "\n".join(lines) + "\n\n" + code + "\n"

@@ -1,0 +1,115 @@
+"""`pgolf data`: train a tokenizer, write token shards, verify shards (trainer.dataprep)."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from pathlib import Path
+
+import click
+
+from pgolf_cli.errors import PgolfError
+from trainer.errors import TrainerError
+
+CHALLENGE_VAL_DOCS = 50_000  # FineWeb's validation split: the first 50,000 documents
+
+
+def _dataprep():
+    """trainer.dataprep, imported when a command runs (numpy and sentencepiece load slowly)."""
+    from trainer import dataprep
+
+    return dataprep
+
+
+def _val_docs(inputs: tuple[Path, ...], num_val_docs: int | None, val_frac: float | None) -> int:
+    if num_val_docs is not None and val_frac is not None:
+        raise click.UsageError("give --num-val-docs or --val-frac, not both")
+    if val_frac is None:
+        return CHALLENGE_VAL_DOCS if num_val_docs is None else num_val_docs
+    if not 0.0 <= val_frac < 1.0:
+        raise click.BadParameter("must lie in [0, 1)", param_hint="--val-frac")
+    return round(val_frac * sum(1 for _ in _dataprep().iter_documents(inputs)))
+
+
+def _split_summary(summary) -> str:
+    return "; ".join(f"{split}: {s.docs:,} docs, {s.tokens:,} tokens, {len(s.files)} shard(s)"
+                     for split, s in summary.items())
+
+
+_inputs = click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+_num_val = click.option("--num-val-docs", type=int, default=None,
+                        help=f"The first N documents are validation (default {CHALLENGE_VAL_DOCS:,}).")
+_val_frac = click.option("--val-frac", type=float, default=None,
+                         help="Or: this fraction of the documents, rounded.")
+
+
+@click.group("data")
+def data_group() -> None:
+    """Train a tokenizer and write or verify token shards.
+
+    \b
+    Inputs are JSONL files with a "text" field per line, or .txt files (one document each),
+    optionally .xz or .gz, or folders of them.
+    """
+
+
+@data_group.command("tokenizer")
+@_inputs
+@click.option("--vocab-size", type=int, default=8192, show_default=True)
+@click.option("--out", "model_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The .model file to write (a .vocab is written beside it).")
+@_num_val
+@_val_frac
+@click.option("--max-docs", type=int, default=None, help="Train on at most N training documents.")
+def tokenizer_command(inputs, vocab_size, model_path, num_val_docs, val_frac, max_docs) -> None:
+    """Train a SentencePiece BPE tokenizer with the challenge's settings on the training split."""
+    skip = _val_docs(inputs, num_val_docs, val_frac)
+    end = None if max_docs is None else skip + max_docs
+    docs = itertools.islice(_dataprep().iter_documents(inputs), skip, end)
+    try:
+        _dataprep().train_tokenizer(docs, vocab_size, model_path)
+    except TrainerError as exc:
+        raise PgolfError(str(exc)) from None
+    except RuntimeError as exc:  # SentencePiece's own complaints (e.g. too few characters)
+        raise PgolfError(f"SentencePiece: {str(exc).strip().splitlines()[-1]}") from None
+    click.echo(f"wrote {model_path} ({vocab_size} pieces; the first {skip:,} documents left out)")
+
+
+@data_group.command("shards")
+@_inputs
+@click.option("--tokenizer", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--out-dir", required=True, type=click.Path(file_okay=False, path_type=Path))
+@_num_val
+@_val_frac
+@click.option("--shard-tokens", type=int, default=None,
+              help="Most tokens per shard (default 100,000,000, the challenge's).")
+@click.option("--workers", type=int, default=os.cpu_count() or 1, show_default="all cores")
+def shards_command(inputs, tokenizer, out_dir, num_val_docs, val_frac, shard_tokens, workers) -> None:
+    """Tokenize documents into fineweb_val_*.bin and fineweb_train_*.bin shards (BOS per document)."""
+    try:
+        prep = _dataprep()
+        size = {} if shard_tokens is None else {"shard_tokens": shard_tokens}
+        summary = prep.write_shards(prep.iter_documents(inputs), tokenizer, out_dir,
+                                    _val_docs(inputs, num_val_docs, val_frac), workers=workers, **size)
+        prep.verify_shards(out_dir)
+    except TrainerError as exc:
+        raise PgolfError(str(exc)) from None
+    click.echo(f"{out_dir}: {_split_summary(summary)}")
+
+
+@data_group.command("verify")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--tokenizer", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Also check token ids against this tokenizer's vocabulary.")
+@click.option("--vocab-size", type=int, default=None, help="Or against this vocabulary size.")
+def verify_command(folder, tokenizer, vocab_size) -> None:
+    """Check every shard: header, size, token ids, a BOS at the start of each split."""
+    if tokenizer is not None:
+        import sentencepiece as spm
+
+        vocab_size = spm.SentencePieceProcessor(model_file=str(tokenizer)).vocab_size()
+    try:
+        summary = _dataprep().verify_shards(folder, vocab_size)
+    except TrainerError as exc:
+        raise PgolfError(str(exc)) from None
+    click.echo(f"{folder}: ok; {_split_summary(summary)}")

@@ -1,0 +1,113 @@
+"""`pgolf package` as a library: seed runs in, an audited records folder out.
+
+    from pgolf_cli.packaging import PackageRequest, package
+    result = package(PackageRequest(runs=(Path("runs/s42"), Path("runs/s314"), Path("runs/s999")),
+                                    name="SP8192 legal TTT", author="Ada", github_id="ada"))
+    result.folder, result.failed, result.pr_title
+
+Inputs are checked before anything is written (PackageError: one line, nothing on disk). The
+folder is built in a staging directory and audited there; the compliance block and section come
+from that audit; then the folder is renamed into place and audited again where it lies, and that
+audit is the result. A folder whose audit fails is kept and reported as failing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from audits import __version__
+from audits.api import audit
+from audits.compliance import condition_results, rule_results
+from audits.context import AuditOptions, Baseline
+from audits.engine import AuditReport, SubmissionReport
+from audits.findings import Severity
+from pgolf_cli.packaging import code as code_mod
+from pgolf_cli.packaging import readme, submission_json
+from pgolf_cli.packaging.folder import check_target, commit, staged
+from pgolf_cli.packaging.plot import PLOT_NAME, loss_curves_png
+from pgolf_cli.packaging.request import PackageError, PackageRequest, validate
+from pgolf_cli.packaging.runs import Run, load_runs
+
+__all__ = ["PackageError", "PackageRequest", "PackageResult", "package"]
+
+
+@dataclasses.dataclass(frozen=True)
+class PackageResult:
+    folder: Path
+    report: AuditReport  # the audit of the folder where it now lies
+    submission: dict  # submission.json as written
+    pr_title: str
+    pr_body: str
+    explanations: dict[str, str]  # rule -> why its WARN is expected, for the rules that warned
+
+    @property
+    def failed(self) -> bool:
+        return self.report.exit_code != 0
+
+
+def package(request: PackageRequest) -> PackageResult:
+    validate(request)
+    runs = load_runs(request.runs)
+    shipped = code_mod.ship(runs[0].script, request.code_form)
+    target = request.target
+    check_target(target, request.force)
+    options = audit_options(request)
+    with staged(target) as folder:
+        _write_static(folder, runs, shipped)
+        data = submission_json.build(request, runs, shipped, compliance=None)
+        _write(folder / "submission.json", submission_json.dumps(data))
+        _write(folder / "README.md", f"# {request.name.strip()}\n")  # rewritten once audited
+        report = _audit_one(folder, options)
+        data = submission_json.build(request, runs, shipped, compliance_block(report, options))
+        _write(folder / "submission.json", submission_json.dumps(data))
+        _write(folder / "README.md", readme.render(request, runs, shipped, data, report, options))
+        if compliance_block(_audit_one(folder, options), options) != data["compliance"]:
+            raise PackageError("the audit changed after the compliance block was written; report "
+                               "this pgolf bug")
+        commit(folder, target, request.force)
+    final = audit([str(target)], options)
+    warned = sorted({f.rule for f in final.submissions[0].findings if f.severity == Severity.WARN})
+    return PackageResult(folder=target, report=final, submission=data,
+                         pr_title=readme.pr_title(request, data),
+                         pr_body=readme.pr_body(request, runs, data, final.submissions[0], options),
+                         explanations={r: why for r in warned
+                                       if (why := readme.explain(r, runs, shipped)) is not None})
+
+
+def audit_options(request: PackageRequest) -> AuditOptions:
+    baseline = None
+    if request.baseline_bpb:
+        values = ",".join(f"{v:g}" for v in request.baseline_bpb)
+        baseline = Baseline(tuple(request.baseline_bpb), f"--baseline-bpb {values}")
+    return AuditOptions(baseline=baseline)
+
+
+def compliance_block(report: SubmissionReport, options: AuditOptions) -> dict:
+    """submission.json's `compliance`: the audit's verdicts, never the author's claims."""
+    results = rule_results(report, options)
+    return {
+        "checked_by": f"pgolf {__version__}",
+        "python_target": options.python_label,
+        "verdict": report.verdict(options.strict),
+        "conditions": {c.condition: c.status for c in condition_results(results)},
+        "rules": results,
+    }
+
+
+def _audit_one(folder: Path, options: AuditOptions) -> SubmissionReport:
+    return audit([str(folder)], options).submissions[0]
+
+
+def _write_static(folder: Path, runs: list[Run], shipped: code_mod.ShippedCode) -> None:
+    (folder / "train_gpt.py").write_bytes(shipped.data)
+    for run in runs:
+        (folder / submission_json.log_name(run)).write_bytes(run.log_bytes)
+    torch = runs[0].log.torch_version
+    _write(folder / "requirements.txt",
+           code_mod.requirements_txt(shipped.source, torch.value if torch else None))
+    (folder / PLOT_NAME).write_bytes(loss_curves_png(runs))
+
+
+def _write(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")

@@ -1,0 +1,39 @@
+"""`pgolf review`: the audit of a submission as a Markdown review comment."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from audits import api
+from audits.context import AuditOptions
+from audits.report.review import render_review
+from audits.submission import InputError
+from pgolf_cli.errors import PgolfError
+from pgolf_cli.smoke_option import resolve_smoke, smoke_option
+
+
+@click.command("review")
+@click.argument("path", type=click.Path(path_type=str))
+@click.option("--base", metavar="REF",
+              help="PATH is a checkout of the PR branch: review the records folder its HEAD adds "
+                   "over REF, and check that the change touches nothing else.")
+@smoke_option
+def review_command(path, base, smoke):
+    """Print the audit of PATH (a records folder, or a PR checkout with --base) as a review
+    comment to paste on the PR. The same folder always gives the same bytes.
+
+    \b
+    Examples:
+      pgolf review records/track_10min_16mb/2026-04-09_MyRun > review.md
+      pgolf review . --base origin/main
+
+    Exit status: 0 clean, 1 findings that fail, 2 usage or internal error.
+    """
+    try:
+        report = api.audit([path], AuditOptions(base_ref=base, smoke=resolve_smoke(smoke)))
+    except InputError as exc:
+        raise PgolfError(str(exc)) from None
+    click.echo(render_review(report), nl=False)
+    sys.exit(report.exit_code)

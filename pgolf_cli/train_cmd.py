@@ -1,0 +1,101 @@
+"""`pgolf train`: check the input, bundle train_gpt.py into the run folder, run it.
+
+Settings are the trainer's environment variables (`pgolf train --list-settings`); `--set NAME=VALUE`
+and the shortcut options override the environment. Everything is checked here first (settings,
+batch arithmetic, shards, tokenizer), so bad input costs one line and no GPU time. The run folder
+gets the exact file that ran (train_gpt.py, whose SHA-256 the log records), train.log, the
+checkpoint and the export's artifact. One process runs with python, several with torchrun.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+
+from pgolf_cli.errors import PgolfError
+from trainer.config import PRESETS, env_name, fields, format_value, load_config
+from trainer.errors import TrainerError
+
+
+def _settings_table() -> str:
+    rows = []
+    for f in fields():
+        choices = f" ({'|'.join(f.metadata['choices'])})" if f.metadata["choices"] else ""
+        rows.append(f"{env_name(f.name)}={format_value(f.default)}{choices}\n    {f.metadata['doc']}")
+    return "\n".join(rows)
+
+
+def _overrides(settings: tuple[str, ...], **shortcuts) -> dict[str, str]:
+    out = {}
+    for item in settings:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise click.BadParameter(f"{item!r} is not NAME=VALUE", param_hint="--set")
+        out[name.strip().upper()] = value
+    out.update({env_name(k): str(v) for k, v in shortcuts.items() if v is not None})
+    return out
+
+
+def _gpu_count() -> int:
+    import torch
+
+    return torch.cuda.device_count()
+
+
+@click.command("train")
+@click.option("--preset", type=click.Choice(list(PRESETS)), default=None,
+              help="Named overrides: record (default), baseline, tiny.")
+@click.option("--set", "settings", multiple=True, metavar="NAME=VALUE",
+              help="Any setting of --list-settings; repeatable; wins over the environment.")
+@click.option("--seed", type=int, default=None, help="Shortcut for --set SEED=N.")
+@click.option("--data-dir", default=None, help="Shortcut for --set DATA_DIR=PATH.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Run folder (default runs/RUN_ID).")
+@click.option("--nproc", type=int, default=None,
+              help="Processes, one per GPU (default: every visible GPU, or 1).")
+@click.option("--no-bundle", is_flag=True,
+              help="Run the trainer package instead of a bundled train_gpt.py (development; the "
+                   "log then names no code hash).")
+@click.option("--list-settings", is_flag=True, help="List every setting with its default and exit.")
+def train_command(preset, settings, seed, data_dir, out_dir, nproc, no_bundle, list_settings) -> None:
+    """Train a model with the record recipe and write a run folder."""
+    # torch and libcst load only when a run starts, so `pgolf --help` stays quick.
+    from pgolf_cli.bundle import write_bundle
+    from trainer.distributed import REFERENCE_WORLD_SIZE
+    from trainer.preflight import preflight
+
+    if list_settings:
+        click.echo(_settings_table())
+        return
+    overrides = _overrides(settings, preset=preset, seed=seed, data_dir=data_dir)
+    try:
+        cfg = load_config(os.environ, overrides)
+        preflight(cfg)
+    except TrainerError as exc:
+        raise PgolfError(str(exc)) from None
+    nproc = nproc if nproc is not None else max(_gpu_count(), 1)
+    if nproc < 1 or REFERENCE_WORLD_SIZE % nproc:
+        raise PgolfError(f"--nproc {nproc} must divide {REFERENCE_WORLD_SIZE} (1, 2, 4 or 8)")
+    out_dir = out_dir or Path("runs") / cfg.run_id
+    if (out_dir / "train.log").exists():
+        raise PgolfError(f"{out_dir} already holds a run (train.log); choose another --out")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if no_bundle:
+        target = ["-m", "trainer"]
+    else:
+        write_bundle(out_dir / "train_gpt.py")
+        target = [str(out_dir / "train_gpt.py")]
+    launcher = [sys.executable]
+    if nproc > 1:
+        launcher += ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
+    env = {**os.environ, **overrides, "OUT_DIR": str(out_dir.resolve()), "RUN_ID": cfg.run_id}
+    status = subprocess.run(launcher + target, env=env).returncode
+    if status == 2:  # bad input: the run printed its one line
+        raise click.exceptions.Exit(2)
+    if status != 0:
+        raise PgolfError(f"training stopped with exit status {status}; see {out_dir / 'train.log'}")
+    click.echo(f"run folder: {out_dir}")

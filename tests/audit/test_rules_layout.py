@@ -1,0 +1,126 @@
+"""LAYOUT_NOT_SINGLE_FOLDER, FOLDER_NAME, MISSING_FILES and the input-hygiene rules."""
+
+import os
+import subprocess
+
+import pytest
+
+from support import audit_findings, by_rule, good_folder_files, write_folder
+
+GOOD = "2026-04-09_Good_Run"
+
+
+def test_good_folder_is_quiet_on_layout_rules(tmp_path):
+    f = audit_findings(write_folder(tmp_path / GOOD, good_folder_files()))
+    for rule in ("FOLDER_NAME", "MISSING_FILES", "SYMLINK_OUTSIDE", "BAD_FILENAME", "FILE_UNREADABLE"):
+        assert by_rule(f, rule) == [], rule
+
+
+@pytest.mark.parametrize("name", ["2026_04_16_MyRun", "MyRun", "2026-04-16 My Run", "2026-02-30_bad_date",
+                                  "2026-04-16_"])
+def test_folder_name_fires(tmp_path, name):
+    f = audit_findings(write_folder(tmp_path / name, good_folder_files()))
+    assert by_rule(f, "FOLDER_NAME", "WARN"), name
+
+
+def test_missing_files_names_each_missing_piece(tmp_path):
+    f = audit_findings(write_folder(tmp_path / GOOD, {"notes.txt": "hello\n"}))
+    messages = " | ".join(x.message for x in by_rule(f, "MISSING_FILES", "FAIL"))
+    for piece in ("README.md", "submission.json", "train log", "train_gpt.py"):
+        assert piece in messages
+
+
+def test_non_record_track_accepts_another_entry_script(tmp_path):
+    files = good_folder_files()
+    files["train_mdlm.py"] = files.pop("train_gpt.py")
+    record = audit_findings(write_folder(tmp_path / "records/track_10min_16mb" / GOOD, files))
+    non_record = audit_findings(write_folder(tmp_path / "records/track_non_record_16mb" / GOOD, files))
+    assert by_rule(record, "MISSING_FILES") and not by_rule(non_record, "MISSING_FILES")
+
+
+def test_symlink_outside_fails_and_is_not_followed(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOKEN=abc\n")
+    folder = write_folder(tmp_path / GOOD, good_folder_files())
+    os.symlink(secret, folder / "train_extra.log")
+    f = audit_findings(folder)
+    assert by_rule(f, "SYMLINK_OUTSIDE", "FAIL")[0].file == "train_extra.log"
+    assert all("TOKEN" not in x.evidence for x in f)
+
+
+def test_filename_with_newline_is_reported_escaped(tmp_path):
+    folder = write_folder(tmp_path / GOOD, {**good_folder_files(), "bad\nname.txt": "x"})
+    found = by_rule(audit_findings(folder), "BAD_FILENAME", "WARN")
+    assert found and "\n" not in found[0].message and "\\n" in found[0].message
+
+
+def test_binary_and_oversized_logs_are_findings_not_crashes(tmp_path):
+    folder = write_folder(tmp_path / GOOD, {**good_folder_files(), "train_bin.log": b"\x00\x01" * 5000})
+    with open(folder / "train_huge.log", "wb") as handle:  # sparse: 2 GB without using the disk
+        handle.truncate(2 * 1024**3)
+    f = by_rule(audit_findings(folder), "FILE_UNREADABLE")
+    assert {x.file for x in f} >= {"train_bin.log", "train_huge.log"}
+
+
+def test_invalid_utf8_in_a_log_is_noted_and_the_log_still_read(tmp_path):
+    files = good_folder_files()
+    files["train_seed42.log"] = files["train_seed42.log"].encode() + b"\xff\xfe broken\n"
+    f = audit_findings(write_folder(tmp_path / GOOD, files))
+    assert by_rule(f, "FILE_UNREADABLE", "INFO") and not by_rule(f, "FEWER_THAN_3_SEEDS", "WARN")
+
+
+def _git(repo, *args):
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})
+
+
+@pytest.fixture
+def repo(tmp_path):
+    repo = tmp_path / "repo"
+    write_folder(repo, {"README.md": "# challenge\n",
+                        "records/track_10min_16mb/2026-03-17_Old/README.md": "old\n"})
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    _git(repo, "checkout", "-qb", "pr")
+    return repo
+
+
+def test_base_diff_with_one_new_folder_is_clean(repo):
+    write_folder(repo / "records/track_10min_16mb" / GOOD, good_folder_files())
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "add")
+    f = audit_findings(repo, base_ref="main")
+    assert by_rule(f, "LAYOUT_NOT_SINGLE_FOLDER") == []
+
+
+def test_base_diff_touching_other_files_fails_with_each_path(repo):
+    write_folder(repo / "records/track_10min_16mb" / GOOD, good_folder_files())
+    (repo / "README.md").write_text("changed\n")
+    (repo / "records/track_10min_16mb/2026-03-17_Old/README.md").unlink()
+    write_folder(repo / "records/track_10min_16mb/2026-04-10_Second", {"README.md": "x\n"})
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "messy")
+    from audits import api
+    from audits.context import AuditOptions
+    report = api.audit([str(repo)], AuditOptions(base_ref="main"))
+    assert len(report.submissions) == 2  # both added folders are audited
+    messages = " | ".join(x.message for x in by_rule(report.submissions[0].findings,
+                                                      "LAYOUT_NOT_SINGLE_FOLDER", "FAIL"))
+    assert "2 records folders" in messages
+    assert "modifies README.md" in messages
+    assert "deletes records/track_10min_16mb/2026-03-17_Old/README.md" in messages
+
+
+def test_base_diff_without_any_records_folder(repo):
+    (repo / "README.md").write_text("changed\n")
+    _git(repo, "commit", "-qam", "only readme")
+    f = audit_findings(repo, base_ref="main")
+    assert any("adds no folder" in x.message for x in by_rule(f, "LAYOUT_NOT_SINGLE_FOLDER", "FAIL"))
+
+
+def test_base_on_a_non_repository_is_an_input_error(tmp_path):
+    from audits.submission import InputError
+    with pytest.raises(InputError, match="git"):
+        audit_findings(write_folder(tmp_path / "plain", {"a.txt": "x"}), base_ref="main")

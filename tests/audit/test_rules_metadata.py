@@ -1,0 +1,125 @@
+"""SUBMISSION_JSON_*, LOG_SOURCE_MISMATCH, FEWER_THAN_3_SEEDS, NOT_SIGNIFICANT, MISSING_REQUIREMENT."""
+
+import hashlib
+import json
+
+from audits.context import Baseline
+from support import audit_findings, by_rule, good_folder_files, record_log, submission_json, write_folder
+
+GOOD = "2026-04-09_Good_Run"
+
+
+def folder(tmp_path, **changes):
+    files = good_folder_files()
+    files.update(changes)
+    return write_folder(tmp_path / GOOD, files)
+
+
+def test_good_folder_is_clean(tmp_path):
+    f = audit_findings(folder(tmp_path))
+    assert [x for x in f if x.severity > 0] == []
+
+
+def test_invalid_json_and_missing_keys(tmp_path):
+    assert by_rule(audit_findings(folder(tmp_path, **{"submission.json": "{nope"})),
+                   "SUBMISSION_JSON_INVALID", "FAIL")
+    f = by_rule(audit_findings(folder(tmp_path / "b", **{"submission.json": json.dumps({"val_bpb": 1.08})})),
+                "SUBMISSION_JSON_INVALID", "FAIL")
+    assert {x.message.split("'")[1] for x in f} == {"author", "github_id", "name", "date"}
+
+
+def test_headline_bpb_off_by_more_than_tolerance_fails_with_the_line(tmp_path):
+    f = by_rule(audit_findings(folder(tmp_path, **{"submission.json": submission_json(1.0790)})),
+                "SUBMISSION_JSON_MISMATCH", "FAIL")
+    assert len(f) == 1 and f[0].file == "submission.json" and f[0].line == 6
+    assert "1.081" in f[0].message
+
+
+def test_headline_within_printed_precision_is_quiet(tmp_path):
+    f = audit_findings(folder(tmp_path, **{"submission.json": submission_json(1.08100004)}))
+    assert by_rule(f, "SUBMISSION_JSON_MISMATCH") == []
+
+
+def test_headline_equal_to_one_seed_only_is_a_warning(tmp_path):
+    f = by_rule(audit_findings(folder(tmp_path, **{"submission.json": submission_json(1.0808)})),
+                "SUBMISSION_JSON_MISMATCH")
+    assert [str(x.severity) for x in f] == ["WARN"] and "seed 999" in f[0].message
+
+
+def test_per_seed_claims_are_checked_against_that_seeds_log(tmp_path):
+    claims = submission_json(1.081, seed_results={"42": {"val_bpb": 1.081, "artifact_bytes": 15991930},
+                                                  "314": {"val_bpb": 1.0812, "artifact_bytes": 1},
+                                                  "7": {"val_bpb": 1.08}})
+    f = by_rule(audit_findings(folder(tmp_path, **{"submission.json": claims})), "SUBMISSION_JSON_MISMATCH")
+    messages = " | ".join(x.message for x in f)
+    assert "seed 314: 'artifact_bytes' is 1" in messages and "seed 7" in messages
+    assert "seed 42" not in messages
+
+
+def test_bytes_total_must_match_the_logs(tmp_path):
+    bad = by_rule(audit_findings(folder(tmp_path, **{"submission.json": submission_json(1.081, bytes_total=15900000)})),
+                  "SUBMISSION_JSON_MISMATCH", "FAIL")
+    assert "bytes_total" in bad[0].message
+    ok = audit_findings(folder(tmp_path / "ok", **{"submission.json": submission_json(1.081, bytes_total=15991930)}))
+    assert by_rule(ok, "SUBMISSION_JSON_MISMATCH") == []
+
+
+def test_log_source_mismatch_with_the_shipped_script(tmp_path):
+    script = "import torch\n\nif __name__ == '__main__':\n    pass\n"
+    good_hash = hashlib.sha256(script.encode()).hexdigest()
+    ok = audit_findings(folder(tmp_path, **{"train_seed42.log": record_log(42, bpb=1.0810, code_sha256=good_hash)}))
+    assert by_rule(ok, "LOG_SOURCE_MISMATCH") == []
+    bad = audit_findings(folder(tmp_path / "b", **{"train_seed42.log": record_log(42, bpb=1.0810, code_sha256="0" * 64)}))
+    assert by_rule(bad, "LOG_SOURCE_MISMATCH", "FAIL")[0].file == "train_seed42.log"
+
+
+def test_embedded_source_compared_with_the_shipped_script(tmp_path):
+    script = "import torch\n\nif __name__ == '__main__':\n    pass\n"
+    embed = lambda code, seed: code + "\n" + "=" * 100 + "\n" + record_log(seed, bpb=1.0810)  # noqa: E731
+    ok = audit_findings(folder(tmp_path, **{"train_seed42.log": embed(script, 42)}))
+    assert by_rule(ok, "LOG_SOURCE_MISMATCH") == []
+    other = script.replace("pass", "print(1)")
+    bad = audit_findings(folder(tmp_path / "b", **{"train_seed42.log": embed(other, 42)}))
+    assert by_rule(bad, "LOG_SOURCE_MISMATCH", "FAIL")
+
+
+def test_fewer_than_three_seeds_and_duplicated_logs(tmp_path):
+    files = good_folder_files(seeds=(42, 314), bpbs=(1.081, 1.0812))
+    files["train.log"] = files["train_seed42.log"]
+    f = by_rule(audit_findings(write_folder(tmp_path / GOOD, files)), "FEWER_THAN_3_SEEDS", "WARN")
+    messages = " | ".join(x.message for x in f)
+    assert "2 distinct seed(s)" in messages and "are the same log" in messages
+
+
+def test_three_seeds_quiet_and_non_record_track_exempt(tmp_path):
+    assert by_rule(audit_findings(folder(tmp_path)), "FEWER_THAN_3_SEEDS") == []
+    files = good_folder_files(seeds=(42,), bpbs=(1.081,))
+    f = audit_findings(write_folder(tmp_path / "records/track_non_record_16mb" / GOOD, files))
+    assert by_rule(f, "FEWER_THAN_3_SEEDS") == []
+
+
+def test_not_significant_against_a_close_baseline(tmp_path):
+    sub = folder(tmp_path)
+    weak = by_rule(audit_findings(sub, baseline=Baseline((1.0820,), "prev")), "NOT_SIGNIFICANT")
+    assert str(weak[0].severity) == "WARN" and "p=" in weak[0].message and "threshold p<0.01" in weak[0].message
+    strong = by_rule(audit_findings(sub, baseline=Baseline((1.0900, 1.0905, 1.0895), "prev")), "NOT_SIGNIFICANT")
+    assert str(strong[0].severity) == "INFO" and strong[0].message.startswith("significant")
+
+
+def test_not_significant_threshold_is_configurable(tmp_path):
+    sub = folder(tmp_path)
+    base = Baseline((1.0872,), "prev")  # ~0.0062 bpb better: 0.005 nats is ~0.0030 bpb here
+    strict = by_rule(audit_findings(sub, baseline=base, p_threshold=1e-6), "NOT_SIGNIFICANT")
+    loose = by_rule(audit_findings(sub, baseline=base, p_threshold=0.25), "NOT_SIGNIFICANT")
+    assert str(strict[0].severity) == "WARN" and str(loose[0].severity) == "INFO"
+
+
+def test_missing_requirement(tmp_path):
+    script = ("import os, torch\nimport brotli\nfrom flash_attn_interface import flash_attn_func\n"
+              "try:\n    import zstandard\nexcept ImportError:\n    zstandard = None\nimport helper\n")
+    f = by_rule(audit_findings(folder(tmp_path, **{"train_gpt.py": script, "helper.py": "x = 1\n"})),
+                "MISSING_REQUIREMENT", "WARN")
+    assert [(x.file, x.line) for x in f] == [("train_gpt.py", 2)] and "brotli" in f[0].message
+    ok = audit_findings(folder(tmp_path / "ok", **{"train_gpt.py": script, "helper.py": "x = 1\n",
+                                                   "requirements.txt": "# extras\nBrotli>=1.1\n"}))
+    assert by_rule(ok, "MISSING_REQUIREMENT") == []

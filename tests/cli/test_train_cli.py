@@ -1,0 +1,55 @@
+"""`pgolf train` input checks, in process (the full run is in tests/trainer/test_trainer_runs.py)."""
+
+import pytest
+from click.testing import CliRunner
+
+from pgolf_cli.main import cli
+from trainer.config import env_name, fields
+from trainer_support import SETTING_NAMES, make_data_dir
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    return make_data_dir(tmp_path_factory.mktemp("data"), max_docs=60)
+
+
+def run(*args, env=None):
+    env = {**{name: None for name in SETTING_NAMES}, **(env or {})}  # no stray settings
+    return CliRunner().invoke(cli, ["train", *args], env=env, catch_exceptions=False)
+
+
+def test_list_settings_names_every_setting():
+    result = run("--list-settings")
+    assert result.exit_code == 0
+    for f in fields():
+        assert f"\n{env_name(f.name)}=" in "\n" + result.output
+        assert f.metadata["doc"][:40] in result.output
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--set", "MATRX_LR=1"], "pgolf: unknown setting MATRX_LR (did you mean MATRIX_LR"),
+    (["--set", "NUM_LAYERS=many"], "pgolf: NUM_LAYERS='many': expected an integer"),
+    (["--set", "TRAIN_BATCH_TOKENS=1000"], "pgolf: TRAIN_BATCH_TOKENS=1000 must be a multiple of 8"),
+    (["--set", "VOCAB_SIZE=2048", "--set", "TOKENIZER_PATH={data}/tokenizers/fineweb_1024_bpe.model",
+      "--set", "DATA_PATH={data}/datasets/fineweb10B_sp1024"], "has 1024 pieces but VOCAB_SIZE=2048"),
+    (["--nproc", "3"], "pgolf: --nproc 3 must divide 8"),
+    (["--data-dir", "{data}/nowhere"], "nowhere/datasets/fineweb10B_sp1024 does not exist"),
+])
+def test_bad_input_stops_before_anything_runs(data_dir, tmp_path, args, message):
+    args = [a.replace("{data}", str(data_dir)) for a in args]
+    result = run("--preset", "tiny", "--data-dir", str(data_dir), *args, "--out", str(tmp_path / "r"))
+    assert result.exit_code == 2
+    assert message in result.output and result.output.count("\n") == 1
+    assert not (tmp_path / "r").exists()
+
+
+def test_an_existing_run_folder_is_not_overwritten(data_dir, tmp_path):
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "train.log").write_text("earlier run\n")
+    result = run("--preset", "tiny", "--data-dir", str(data_dir), "--out", str(tmp_path / "r"))
+    assert result.exit_code == 2 and "already holds a run" in result.output
+
+
+def test_set_needs_name_and_value(data_dir):
+    result = run("--preset", "tiny", "--data-dir", str(data_dir), "--set", "SEED")
+    assert result.exit_code == 2 and "is not NAME=VALUE" in result.output

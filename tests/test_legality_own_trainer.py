@@ -1,0 +1,19 @@
+"""pgolf's own trainer, bundled into the train_gpt.py it ships, must pass the legality analysis:
+a real training script of record size, with a dataclass that holds both splits."""
+
+from __future__ import annotations
+
+import pytest
+
+from audits.findings import Severity
+from audits.legality import analyse_sources
+
+
+def test_the_bundled_trainer_has_no_legality_problem():
+    bundle = pytest.importorskip("pgolf_cli.bundle")
+    result = analyse_sources((("train_gpt.py", bundle.build_bundle()),))
+    assert result.unparsed == []
+    problems = [(v.rule, v.severity.name, v.message) for v in result.verdicts if v.severity > Severity.INFO]
+    assert problems == []
+    # It was read, not skipped: its bytes-per-token table was recognised as correct.
+    assert "BPB_BYTE_ACCOUNTING" in {v.rule for v in result.verdicts}

@@ -1,0 +1,129 @@
+"""`pgolf review`: the audit as a deterministic Markdown review comment."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import runfolders
+from audits import __version__, submission
+from audits.context import AuditOptions
+from audits.engine import AuditReport, SubmissionReport
+from audits.registry import found
+from audits.report.review import render_review
+from pgolf_cli.main import cli
+from pgolf_cli.packaging import PackageRequest, package
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("review")
+    runs = runfolders.write_runs(tmp / "runs")
+    return package(PackageRequest(runs=tuple(runs), name="Legal TTT", author="Ada", github_id="ada",
+                                  out=tmp / "records", date=datetime.date(2026, 4, 9))).folder
+
+
+def review(path, *args) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, ["review", str(path), *args])
+    assert result.stderr == ""
+    return result.exit_code, result.stdout
+
+
+def copy_of(folder: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "records" / "track_10min_16mb" / folder.name
+    shutil.copytree(folder, target)
+    return target
+
+
+def test_review_of_a_clean_folder(folder):
+    code, text = review(folder)
+    assert code == 0
+    first = text.splitlines()[0]
+    assert first == ("**pgolf review: WARN** for `2026-04-09_Legal_TTT`: 0 FAIL, 1 WARN, 2 INFO.")
+    assert "the logs' final scores average **1.08078103**" in text
+    assert "submission.json claims **1.08078103**" in text
+    assert "| #1017 C3 score before update |" in text
+    assert "**Smoke test:** INFO `IMPORT_FAIL`: SMOKE_TEST_PASS: imported" in text
+    assert text.rstrip().endswith(f"<sub>pgolf {__version__} · Python target 3.10 (default: the "
+                                  "community reviewers' CPU smoke box runs Python 3.10; no organizer rule "
+                                  "pins a version (openai/parameter-golf#17, #1591)) · `pgolf review` output "
+                                  "is deterministic: rerun it to diff.</sub>")
+
+
+def test_review_is_the_same_bytes_wherever_and_whenever_it_runs(folder, tmp_path):
+    _, here = review(folder)
+    _, again = review(folder)
+    _, elsewhere = review(copy_of(folder, tmp_path))
+    assert here == again == elsewhere
+    assert str(tmp_path) not in elsewhere and str(folder.parent) not in here
+
+
+def test_review_names_the_line_of_an_over_budget_log(folder, tmp_path):
+    planted = copy_of(folder, tmp_path)
+    log = planted / "train_seed314.log"
+    lines = log.read_text().splitlines(keepends=True)
+    number = next(i for i, l in enumerate(lines, 1) if l.startswith("stopping_early:"))
+    lines[number - 1] = lines[number - 1].replace("train_time:592054ms", "train_time:612054ms")
+    log.write_text("".join(lines))
+    code, text = review(planted)
+    assert code == 1
+    assert text.startswith("**pgolf review: FAIL**")
+    assert f"#### FAIL `TRAIN_OVER_BUDGET` at `train_seed314.log:{number}`" in text
+    assert f"> {number} | stopping_early: wallclock_cap train_time:612054ms step:4550/20000" in text
+    assert "training took 612.1 s, over the 600 s budget" in text
+
+
+def test_review_names_the_line_of_a_submission_json_mismatch(folder, tmp_path):
+    planted = copy_of(folder, tmp_path)
+    data = json.loads((planted / "submission.json").read_text())
+    data["val_bpb"] = 1.0700
+    text = json.dumps(data, indent=2)
+    (planted / "submission.json").write_text(text)
+    number = text.splitlines().index('  "val_bpb": 1.07,') + 1
+    code, text = review(planted)
+    assert code == 1
+    assert f"#### FAIL `SUBMISSION_JSON_MISMATCH` at `submission.json:{number}`" in text
+    assert f'> {number} |   "val_bpb": 1.07,' in text
+    assert "submission.json claims **1.07**" in text
+
+
+def test_smoke_line_comes_from_the_smoke_finding(folder):
+    sub = submission.load(folder)
+    fail = found("IMPORT_FAIL", "train_gpt.py: NameError: name 'flash_attn_varlen_func' is not defined",
+                 file="train_gpt.py", line=2)
+    options = AuditOptions()
+    text = render_review(AuditReport(options, [SubmissionReport(sub, [fail], [])]))
+    assert ("**Smoke test:** FAIL `IMPORT_FAIL`: train_gpt.py: NameError: name "
+            "'flash_attn_varlen_func' is not defined.") in text
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                   env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                        "GIT_COMMITTER_EMAIL": "t@t", "HOME": str(repo), "PATH": "/usr/bin:/bin"})
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_review_of_a_pr_branch_names_repository_paths(folder, tmp_path):
+    repo = tmp_path / "parameter-golf"
+    (repo / "records" / "track_10min_16mb").mkdir(parents=True)
+    (repo / "README.md").write_text("# parameter-golf\n")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "base")
+    _git(repo, "checkout", "-q", "-b", "submission")
+    shutil.copytree(folder, repo / "records" / "track_10min_16mb" / folder.name)
+    (repo / "README.md").write_text("# parameter-golf, edited by the PR\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "submission")
+    code, text = review(repo, "--base", "main")
+    assert code == 1
+    assert text.startswith(f"**pgolf review: FAIL** for `records/track_10min_16mb/{folder.name}`")
+    assert "#### FAIL `LAYOUT_NOT_SINGLE_FOLDER` at `README.md`" in text
+    assert f"at `records/track_10min_16mb/{folder.name}/train_seed314.log:18`" in text

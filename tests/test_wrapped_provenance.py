@@ -1,0 +1,79 @@
+"""codesize.unwrap and LOG_SOURCE_MISMATCH on a self-extracting entry script."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from audits import codesize
+from audits.context import AuditOptions
+from audits.engine import audit_submission
+from audits.findings import Severity
+from audits import submission
+
+import runfolders
+
+SOURCE = runfolders.SAMPLE_SCRIPT.decode()
+
+
+def test_unwrap_is_the_inverse_of_wrap():
+    assert codesize.unwrap(codesize.wrap(SOURCE)) == SOURCE
+    assert codesize.unwrap(codesize.compact_form(SOURCE)) == codesize.minify(SOURCE)
+
+
+def test_unwrap_refuses_anything_else():
+    wrapped = codesize.wrap(SOURCE)
+    assert codesize.unwrap(SOURCE) is None  # a plain script
+    assert codesize.unwrap(wrapped.replace("b85decode(\"", "b85decode(\"A", 1)) is None  # damaged
+    assert codesize.unwrap("#!/usr/bin/env python\n" + wrapped) is None  # not exactly the shape
+    assert codesize.unwrap(codesize.wrap("x" * 10_000), limit=1000) is None  # over the bound
+
+
+def _log_source_findings(folder: Path, script: str, logs: dict[str, bytes]):
+    files = {"train_gpt.py": script, **{name: log.decode() for name, log in logs.items()}}
+    folder.mkdir(parents=True)
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    sub = submission.load(folder)
+    report = audit_submission(sub, AuditOptions(only=frozenset({"LOG_SOURCE_MISMATCH"})))
+    assert report.errors == []
+    return report.findings
+
+
+def _logs(*scripts: bytes) -> dict[str, bytes]:
+    return {f"train_seed{seed}.log": runfolders.run_log(seed, script).encode()
+            for seed, script in zip((1, 2, 3), scripts)}
+
+
+def test_plain_script_that_ran_passes(tmp_path):
+    s = runfolders.SAMPLE_SCRIPT
+    assert _log_source_findings(tmp_path / "f", SOURCE, _logs(s, s, s)) == []
+
+
+def test_plain_script_that_did_not_run_fails_on_each_log(tmp_path):
+    other = runfolders.SAMPLE_SCRIPT + b"# edited\n"
+    findings = _log_source_findings(tmp_path / "f", SOURCE, _logs(other, other, other))
+    assert [(f.severity, f.file, f.line) for f in findings] == [
+        (Severity.FAIL, f"train_seed{i}.log", 18) for i in (1, 2, 3)]
+
+
+def test_wrapper_of_the_exact_file_that_ran_passes(tmp_path):
+    s = runfolders.SAMPLE_SCRIPT
+    assert _log_source_findings(tmp_path / "f", codesize.wrap(SOURCE), _logs(s, s, s)) == []
+
+
+def test_minified_wrapper_is_one_warning_naming_every_log(tmp_path):
+    s = runfolders.SAMPLE_SCRIPT
+    findings = _log_source_findings(tmp_path / "f", codesize.compact_form(SOURCE), _logs(s, s, s))
+    assert len(findings) == 1
+    f = findings[0]
+    assert (f.severity, f.file, f.line) == (Severity.WARN, "train_seed1.log", 18)
+    assert "train_seed1.log, train_seed2.log, train_seed3.log name the script that ran" in f.message
+    assert f.evidence == f"code_sha256: {hashlib.sha256(s).hexdigest()}"
+
+
+def test_wrapper_with_logs_of_two_different_scripts_fails(tmp_path):
+    s, other = runfolders.SAMPLE_SCRIPT, runfolders.SAMPLE_SCRIPT + b"# edited\n"
+    findings = _log_source_findings(tmp_path / "f", codesize.compact_form(SOURCE), _logs(s, s, other))
+    assert [(f.severity, f.rule) for f in findings] == [(Severity.FAIL, "LOG_SOURCE_MISMATCH")]
+    assert "the logs name 2 different scripts" in findings[0].message

@@ -1,0 +1,13 @@
+import pytest
+import torch
+
+from trainer_support import make_data_dir
+
+# Tiny models run fastest on one thread, and it avoids thread-pool stalls on small shared machines.
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory):
+    """The sample corpus as shards: 8 validation documents, the rest training."""
+    return make_data_dir(tmp_path_factory.mktemp("data"))

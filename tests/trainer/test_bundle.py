@@ -1,0 +1,144 @@
+import ast
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pgolf_cli.bundle import build_bundle, package_dir
+from pgolf_cli.errors import PgolfError
+
+# Standard-library names that Python 3.10 lacks (added in 3.11 or later).
+NEWER_STDLIB = {"tomllib", "wsgiref.types", "typing.Self", "typing.LiteralString", "typing.Never",
+                "typing.assert_never", "typing.assert_type", "typing.reveal_type", "typing.Required",
+                "typing.NotRequired", "typing.override", "typing.TypeAliasType", "enum.StrEnum",
+                "enum.ReprEnum", "datetime.UTC", "asyncio.TaskGroup", "asyncio.timeout",
+                "hashlib.file_digest", "itertools.batched", "contextlib.chdir"}
+
+
+@pytest.fixture(scope="module")
+def bundle_text():
+    return build_bundle()
+
+
+def _names_used(tree):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            yield node.module
+            yield from (f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            yield f"{node.value.id}.{node.attr}"
+
+
+def test_trainer_is_python_310(bundle_text):
+    for path in sorted(package_dir().glob("*.py")) + [None]:
+        source = bundle_text if path is None else path.read_text()
+        tree = ast.parse(source, feature_version=(3, 10))
+        assert not NEWER_STDLIB.intersection(_names_used(tree)), path
+
+
+def test_bundle_is_standalone(bundle_text):
+    tree = ast.parse(bundle_text)
+    roots = {name.split(".")[0] for name in _names_used(tree)}
+    assert not {"trainer", "pgolf_cli", "audits"} & roots
+    guards = [n for n in tree.body if isinstance(n, ast.If) and "__name__" in ast.unparse(n.test)]
+    assert len(guards) == 1 and tree.body[-1] is guards[0]
+    for module in ("config", "model", "train", "main"):
+        assert f"# ---- trainer/{module}.py" in bundle_text
+    assert "trainer/dataprep.py" not in bundle_text  # not imported by a run
+
+
+def test_importing_the_bundle_runs_nothing(bundle_text, tmp_path):
+    script = tmp_path / "train_gpt.py"
+    script.write_text(bundle_text)
+    probe = ("import sys, importlib.util\n"
+             "for name in ('trainer', 'pgolf_cli', 'audits'): sys.modules[name] = None\n"
+             f"spec = importlib.util.spec_from_file_location('train_gpt', {str(script)!r})\n"
+             "module = sys.modules['train_gpt'] = importlib.util.module_from_spec(spec)\n"
+             "spec.loader.exec_module(module)\n"
+             "assert callable(module.main) and module.GPT and module.load_config\n")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "" and sorted(p.name for p in tmp_path.iterdir()) == ["train_gpt.py"]
+
+
+def _package(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (tmp_path / f"{name}.py").write_text(textwrap.dedent(text))
+    return tmp_path
+
+
+MAIN = '''\
+    """Entry."""
+    from trainer.a import f
+
+    def main():
+        return f()
+
+    if __name__ == "__main__":
+        main()
+'''
+
+
+def test_modules_in_dependency_order(tmp_path):
+    src = _package(tmp_path, {"main": MAIN, "a": "from trainer.b import g\n\ndef f():\n    return g()\n",
+                              "b": '"""B."""\nimport os\n\ndef g():\n    return os.sep\n'})
+    text = build_bundle(src)
+    assert text.index("def g") < text.index("def f") < text.index("def main")
+    namespace: dict = {"__name__": "bundle"}
+    exec(compile(text, "bundle", "exec"), namespace)
+    assert namespace["main"]() == "/"
+
+
+@pytest.mark.parametrize("files, message", [
+    ({"a": "def f():\n    pass\n\ndef main():\n    pass\n"}, "bind the top-level name 'main'"),
+    ({"a": "from .b import g\ndef f():\n    pass\n"}, "relative imports cannot be bundled"),
+    ({"a": "import trainer.b\ndef f():\n    pass\n"}, "not `import trainer.b`"),
+    ({"a": "from trainer.b import g as h\ndef f():\n    pass\n", "b": "def g():\n    pass\n"},
+     "`import ... as ...`"),
+    ({"a": "from trainer.b import nothing\ndef f():\n    pass\n", "b": "x = 1\n"},
+     "imports nothing from trainer.b, which does not define it"),
+    ({"a": "from trainer.main import main\ndef f():\n    pass\n"}, "import cycle: main -> a -> main"),
+    ({}, "trainer/a.py does not exist"),
+])
+def test_what_cannot_be_bundled_is_refused(tmp_path, files, message):
+    src = _package(tmp_path, {"main": MAIN, **files})
+    with pytest.raises(PgolfError, match=re.escape(message)):
+        build_bundle(src)
+
+
+OPTIONAL = '''\
+    try:
+        from trainer.extra import hook
+    except ModuleNotFoundError as exc:
+        if exc.name != "trainer.extra":
+            raise
+        hook = None
+
+    def main():
+        return hook
+'''
+
+
+def test_an_optional_module_is_bundled_when_present(tmp_path):
+    src = _package(tmp_path, {"main": OPTIONAL})
+    namespace: dict = {}
+    exec(build_bundle(src), namespace)
+    assert namespace["main"]() is None
+    _package(tmp_path, {"extra": "def hook():\n    return 1\n"})
+    namespace = {}
+    exec(build_bundle(src), namespace)
+    assert namespace["main"]()() == 1
+
+
+def test_the_real_bundle_runs_from_any_folder(bundle_text, tmp_path):
+    """Bad input in a bundled run: the same one-line error as the package."""
+    script = tmp_path / "train_gpt.py"
+    script.write_text(bundle_text)
+    result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                            env={"PATH": "/usr/bin:/bin", "PRESET": "tiny", "DATA_DIR": str(tmp_path)})
+    assert result.returncode == 2 and result.stderr.startswith("train_gpt: data folder ")

@@ -1,0 +1,126 @@
+import dataclasses
+
+import pytest
+import torch
+import torch.nn as nn
+
+from trainer.config import load_config
+from trainer.model import GPT, apply_rope, exclusive_self_attention, layer_order
+
+TINY = load_config({"PRESET": "tiny"})
+
+
+def _trained_like(cfg, seed=0):
+    """A model whose zero-initialized projections are filled in, so every path matters."""
+    torch.manual_seed(seed)
+    model = GPT(cfg)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    return model
+
+
+@pytest.mark.parametrize("preset, params", [("record", 35_944_536), ("baseline", 17_059_912)])
+def test_parameter_count_matches_the_records_logs(preset, params):
+    cfg = dataclasses.replace(load_config({"PRESET": preset}), ortho_init=False)  # faster init
+    assert sum(p.numel() for p in GPT(cfg).parameters()) == params
+
+
+def test_state_dict_names_are_the_records():
+    names = set(GPT(TINY).state_dict())
+    for i in range(TINY.num_layers):
+        for part in ("attn.c_q", "attn.c_k", "attn.c_v", "attn.proj", "mlp.fc", "mlp.proj"):
+            assert f"blocks.{i}.{part}.weight" in names
+        for part in ("attn.q_gain", "attn_scale", "mlp_scale", "resid_mix"):
+            assert f"blocks.{i}.{part}" in names
+    assert {"tok_emb.weight", "skip_weights", "skip_gates"} <= names
+    model = GPT(TINY)
+    assert isinstance(model.final_norm, nn.Module) and model.lm_head is None
+    block_matrices = [m for m in model.blocks.modules() if isinstance(m, nn.Linear)]
+    assert len(block_matrices) == 6 * TINY.num_layers
+
+
+def test_layer_order_is_the_records():
+    cfg = load_config({})
+    assert layer_order(cfg, looping=True) == ([0, 1, 2, 3, 4, 5, 3, 4], [5, 3, 4, 5, 6, 7, 8, 9, 10])
+    assert layer_order(cfg, looping=False) == ([0, 1, 2, 3, 4], [5, 6, 7, 8, 9, 10])
+
+
+def test_outputs():
+    model = _trained_like(TINY)
+    x = torch.randint(0, 1024, (2, 32))
+    logits = model.forward_logits(x)
+    assert logits.shape == (2, 32, 1024) and logits.dtype == torch.float32
+    assert logits.abs().max() <= TINY.logit_softcap
+    loss = model(x, torch.roll(x, -1, 1))
+    expected = nn.functional.cross_entropy(logits.reshape(-1, 1024), torch.roll(x, -1, 1).reshape(-1))
+    assert torch.allclose(loss, expected)
+
+
+def test_untrained_model_predicts_uniformly():
+    """Zero-initialized output projections and a small embedding: loss starts at ln(V)."""
+    x, y = torch.randint(0, 1024, (2, 2, 64))
+    assert abs(GPT(TINY)(x, y).item() - torch.log(torch.tensor(1024.0)).item()) < 0.02
+
+
+@pytest.mark.parametrize("looping", [False, True])
+def test_causal(looping):
+    model = _trained_like(TINY)
+    model.looping_active = looping
+    x = torch.randint(0, 1024, (1, 48))
+    changed = x.clone()
+    changed[0, 30:] = (changed[0, 30:] + 7) % 1024
+    a, b = model.forward_logits(x), model.forward_logits(changed)
+    assert torch.allclose(a[:, :30], b[:, :30], atol=1e-5)
+    assert not torch.allclose(a[:, 30:], b[:, 30:])
+
+
+def test_looping_runs_the_loop_layers_again():
+    model = _trained_like(TINY)
+    x = torch.randint(0, 1024, (1, 16))
+    plain = model.forward_logits(x)
+    model.looping_active = True
+    assert not torch.allclose(plain, model.forward_logits(x))
+
+
+@pytest.mark.parametrize("switch", [
+    {"xsa_last_n": 0}, {"ln_scale": False}, {"skip_gates_enabled": False}, {"num_loops": 0},
+    {"parallel_residual_start": -1}, {"rope_dims": 0}, {"leaky_relu_slope": 0.0},
+    {"tie_embeddings": False}, {"ortho_init": False}, {"num_kv_heads": 4},
+])
+def test_every_component_switches(switch):
+    cfg = dataclasses.replace(TINY, **switch)
+    base, other = _trained_like(TINY), _trained_like(cfg)
+    x = torch.randint(0, 1024, (1, 16))
+    for m in (base, other):
+        m.looping_active = True
+    assert other(x, x).isfinite()
+    if switch != {"ortho_init": False}:  # same init apart from the switch gives other outputs
+        assert not torch.allclose(base.forward_logits(x), other.forward_logits(x))
+
+
+@pytest.mark.parametrize("looping", [False, True])
+def test_compiles_as_one_graph(looping):
+    """No graph breaks: what `torch.compile(fullgraph=True)` needs on the GPU."""
+    model = _trained_like(TINY)
+    model.looping_active = looping
+    compiled = torch.compile(model, backend="eager", fullgraph=True, dynamic=False)
+    x = torch.randint(0, 1024, (2, 16))
+    assert torch.allclose(compiled(x, x), model(x, x))
+
+
+def test_exclusive_self_attention_removes_the_own_value_direction():
+    y, v = torch.randn(2, 5, 8, 16), torch.randn(2, 5, 4, 16)
+    out = exclusive_self_attention(y, v)
+    v_for_head = v.repeat_interleave(2, dim=2)  # query heads 2k and 2k+1 read KV head k
+    assert torch.allclose((out * v_for_head).sum(-1), torch.zeros(2, 5, 8), atol=1e-5)
+
+
+def test_partial_rope_rotates_only_its_dims_and_keeps_norms():
+    x = torch.randn(1, 10, 2, 16)
+    t = torch.arange(10.0)[:, None] * torch.tensor([1.0, 0.1])
+    cos, sin = t.cos()[None, :, None, :], t.sin()[None, :, None, :]
+    out = apply_rope(x, cos, sin)
+    assert torch.equal(out[..., 4:], x[..., 4:])
+    assert torch.allclose(out.norm(dim=-1), x.norm(dim=-1), atol=1e-5)
+    assert torch.equal(out[:, 0], x[:, 0])  # position 0 is not rotated

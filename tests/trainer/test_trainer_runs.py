@@ -1,0 +1,126 @@
+"""Whole runs on CPU with the tiny preset: pgolf train end to end, bundle vs package, two gloo
+processes vs one, and bad input stopping in one line."""
+
+import hashlib
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from audits.logparse import parse_log
+from trainer.config import load_config
+from trainer.model import GPT
+from trainer.shards import write_shard
+from trainer_support import clean_env, run_trainer
+
+STEPS = 20
+
+
+def _losses(log_text):
+    return re.findall(r"(?:train_loss|val_loss):(\S+)", log_text)
+
+
+@pytest.fixture(scope="module")
+def bundled_run(data_dir, tmp_path_factory):
+    """`pgolf train` with the tiny preset: bundle into the run folder, run that file."""
+    cwd = tmp_path_factory.mktemp("cwd")
+    result = run_trainer(["-m", "pgolf_cli", "train", "--preset", "tiny", "--data-dir", str(data_dir),
+                          "--set", f"ITERATIONS={STEPS}", "--out", "run"], clean_env(), cwd=cwd)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return cwd
+
+
+def test_run_folder_holds_what_ran(bundled_run):
+    run = bundled_run / "run"
+    assert sorted(p.name for p in bundled_run.iterdir()) == ["run"]  # nothing outside the run folder
+    assert {"train_gpt.py", "train.log", "final_model.pt"} <= {p.name for p in run.iterdir()}
+    log = parse_log((run / "train.log").read_text())
+    assert log.code_sha256.value == hashlib.sha256((run / "train_gpt.py").read_bytes()).hexdigest()
+    assert (log.seed.value, log.world_size.value, log.train_shards.value) == (1337, 1, 1)
+    assert log.python_version is not None and log.torch_version is not None
+    assert [s.step for s in log.steps][:5] == [1, 2, 3, 4, 5] and log.step_count == STEPS
+    assert [m.kind for m in log.metrics] == ["step_val", "diagnostic"]
+    state = torch.load(run / "final_model.pt")
+    GPT(load_config({"PRESET": "tiny"})).load_state_dict(state)
+
+
+def test_loss_falls(bundled_run):
+    log = parse_log((bundled_run / "run" / "train.log").read_text())
+    first, last = log.steps[0].train_loss, log.steps[-1].train_loss
+    assert first == pytest.approx(6.93, abs=0.01)  # ln(1024): uniform at the start
+    assert last < first - 1.5
+    final = log.metrics[-1]
+    assert final.name == "pre-quantization" and final.val_loss < 5.4 and final.val_bpb < 2.6
+
+
+def test_bundle_and_package_give_the_same_losses(bundled_run, data_dir, tmp_path):
+    env = clean_env(PRESET="tiny", DATA_DIR=data_dir, ITERATIONS=STEPS, OUT_DIR=tmp_path)
+    result = run_trainer(["-m", "trainer"], env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    package = _losses((tmp_path / "train.log").read_text())
+    bundle = _losses((bundled_run / "run" / "train.log").read_text())
+    assert len(package) == len(bundle) > STEPS // 10 and package == bundle
+
+
+def test_two_gloo_processes_train_like_one(data_dir, tmp_path):
+    """World 2 with 4 accumulation steps reaches the same weights as world 1 with 8: DDP
+    averaging, the Muon split and the loader's rank slices agree."""
+    finals = []
+    for launcher in (["-m", "trainer"],
+                     ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "trainer"]):
+        out = tmp_path / str(len(finals))
+        env = clean_env(PRESET="tiny", DATA_DIR=data_dir, ITERATIONS=6, OUT_DIR=out)
+        result = run_trainer(launcher, env)
+        assert result.returncode == 0, result.stderr[-3000:]
+        log = parse_log((out / "train.log").read_text())
+        finals.append(log.metrics[-1].val_loss)
+    assert finals[0] < 6.5  # it trained
+    assert finals[1] == pytest.approx(finals[0], rel=1e-4)
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"WORLD_SIZE": "3"}, "WORLD_SIZE=3 must divide 8"),
+    ({"NUM_LAYERS": "x"}, "NUM_LAYERS='x': expected an integer"),
+    ({"TRAIN_BATCH_TOKENS": "1000"}, "TRAIN_BATCH_TOKENS=1000 must be a multiple of 8"),
+    ({"VOCAB_SIZE": "2048", "TOKENIZER_PATH": "TOKENIZER"}, "has 1024 pieces but VOCAB_SIZE=2048"),
+])
+def test_bad_input_stops_in_one_line(data_dir, tmp_path, settings, message):
+    settings = {k: v.replace("TOKENIZER", str(data_dir / "tokenizers" / "fineweb_1024_bpe.model"))
+                for k, v in settings.items()}
+    env = clean_env(PRESET="tiny", DATA_PATH=data_dir / "datasets" / "fineweb10B_sp1024",
+                    OUT_DIR=tmp_path / "out", **settings)
+    result = run_trainer(["-m", "trainer"], env)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and message in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_malformed_shard_stops_in_one_line(data_dir, tmp_path):
+    dataset = tmp_path / "datasets" / "fineweb10B_sp1024"
+    dataset.mkdir(parents=True)
+    for shard in (data_dir / "datasets" / "fineweb10B_sp1024").iterdir():
+        (dataset / shard.name).write_bytes(shard.read_bytes())
+    broken = dataset / "fineweb_train_000000.bin"
+    broken.write_bytes(broken.read_bytes()[:-1])
+    env = clean_env(PRESET="tiny", DATA_PATH=dataset, TOKENIZER_PATH=data_dir / "tokenizers" /
+                    "fineweb_1024_bpe.model", OUT_DIR=tmp_path / "out")
+    result = run_trainer(["-m", "trainer"], env)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert "fineweb_train_000000.bin: the header says" in result.stderr
+
+
+def test_divergence_stops_the_run(data_dir, tmp_path):
+    env = clean_env(PRESET="tiny", DATA_DIR=data_dir, ITERATIONS=20, MATRIX_LR="1e30",
+                    OUT_DIR=tmp_path)
+    result = run_trainer(["-m", "trainer"], env)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert "training diverged at step 2: the loss is not finite (nan on rank 0)" in result.stderr
+
+
+def test_missing_shards_stop_in_one_line(tmp_path):
+    (tmp_path / "datasets" / "fineweb10B_sp1024").mkdir(parents=True)
+    write_shard(tmp_path / "datasets" / "fineweb10B_sp1024" / "fineweb_val_000000.bin", np.arange(300))
+    result = run_trainer(["-m", "trainer"], clean_env(PRESET="tiny", DATA_DIR=tmp_path))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert "no fineweb_train_*.bin shards in" in result.stderr

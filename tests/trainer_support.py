@@ -1,0 +1,52 @@
+"""Helpers for the trainer tests: the embedded sample corpus as shards, and trainer runs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from trainer.config import env_name, fields
+from trainer.dataprep import iter_documents, write_shards
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE_DOCS = REPO / "pgolf_cli" / "sample" / "kjv_chapters.jsonl.xz"
+SAMPLE_TOKENIZER = REPO / "pgolf_cli" / "sample" / "kjv_1024_bpe.model"
+SETTING_NAMES = {env_name(f.name) for f in fields()}
+
+
+def make_data_dir(root: Path, num_val_docs: int = 8, max_docs: int | None = None) -> Path:
+    """A DATA_DIR in the challenge's layout built from the sample corpus (vocabulary 1024)."""
+    docs = list(iter_documents([SAMPLE_DOCS]))[:max_docs]
+    write_shards(docs, SAMPLE_TOKENIZER, root / "datasets" / "fineweb10B_sp1024", num_val_docs,
+                 workers=1)
+    (root / "tokenizers").mkdir(parents=True, exist_ok=True)
+    shutil.copy(SAMPLE_TOKENIZER, root / "tokenizers" / "fineweb_1024_bpe.model")
+    return root
+
+
+def stand_in_corpus() -> Path | None:
+    """The stand-in corpus folder (docs.jsonl.xz and both tokenizers), when this checkout has one:
+    $PGOLF_CORPUS_DIR, .gpu/corpus in the repository, or the shared bench folder beside it."""
+    for folder in (os.environ.get("PGOLF_CORPUS_DIR"), REPO / ".gpu" / "corpus",
+                   REPO.parent / "shared" / "bench" / "corpus"):
+        if folder and (Path(folder) / "docs.jsonl.xz").is_file():
+            return Path(folder)
+    return None
+
+
+def clean_env(**settings) -> dict[str, str]:
+    """The environment for a trainer subprocess: no stray settings, one thread per process (the
+    models are tiny and CI machines small), the repository importable."""
+    env = {k: v for k, v in os.environ.items() if k not in SETTING_NAMES}
+    env.update(OMP_NUM_THREADS="1", PYTHONPATH=str(REPO))
+    env.update({k: str(v) for k, v in settings.items()})
+    return env
+
+
+def run_trainer(args: list[str], env: dict[str, str], cwd: Path | None = None,
+                timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], env=env, cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)

@@ -1,0 +1,120 @@
+"""Entry point of a run: `python -m trainer`, `torchrun -m trainer`, or the bundled train_gpt.py.
+
+Settings come from the environment (see trainer.config). The order: check the input without the
+GPU, join the process group, log the header, load validation data, build the model, train,
+evaluate the EMA weights, save them, then export and evaluate the artifact when trainer.export is
+part of this build.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from trainer.attention import activate_backend, choose_backend
+from trainer.bpb import build_byte_tables, load_tokenizer
+from trainer.config import Config, load_config
+from trainer.data import load_validation_tokens
+from trainer.distributed import Dist, dist_from_env, start, stop
+from trainer.errors import TrainerError
+from trainer.evaluate import ValidationSet
+from trainer.model import GPT
+from trainer.preflight import DataFiles, preflight
+from trainer.progress import start_progress
+from trainer.runlog import close_log, log, log_run_header, open_log
+from trainer.runtime import Run
+from trainer.train import train
+
+try:
+    from trainer.export import export_and_evaluate
+except ModuleNotFoundError as exc:  # the export half is built separately; without it runs end here
+    if exc.name != "trainer.export":
+        raise
+    export_and_evaluate = None
+
+# The file that is running, when it is a bundled train_gpt.py (then it is not inside a package).
+CODE_PATH = None if __package__ else Path(__file__).resolve()
+
+
+def main() -> None:
+    try:
+        cfg = load_config()
+        dist = dist_from_env()
+        data = preflight(cfg)
+    except TrainerError as exc:
+        fail(exc)
+    device = pick_device(dist)
+    start(dist, device)
+    try:
+        run_training(cfg, dist, device, data)
+    except TrainerError as exc:
+        fail(exc)
+    finally:
+        close_log()
+        stop()
+
+
+def fail(exc: TrainerError) -> None:
+    """Report bad input in one line (once, from rank 0) and exit with status 2."""
+    if os.environ.get("RANK", "0") == "0":
+        print(f"train_gpt: {exc}", file=sys.stderr, flush=True)
+    sys.exit(2)
+
+
+def pick_device(dist: Dist) -> torch.device:
+    if not torch.cuda.is_available():
+        return torch.device("cpu")
+    device = torch.device("cuda", dist.local_rank)
+    torch.cuda.set_device(device)
+    # fp32 matmuls outside autocast may use TF32, as in the records.
+    torch.set_float32_matmul_precision("high")
+    return device
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def run_training(cfg: Config, dist: Dist, device: torch.device, data: DataFiles) -> None:
+    out_dir = Path(cfg.out_dir)
+    open_log(out_dir / "train.log", dist.is_main)
+    live = start_progress(dist.is_main)
+    try:
+        log_run_header(cfg, dist.world_size, CODE_PATH)
+        log(f"world_size:{dist.world_size} grad_accum_steps:{dist.grad_accum_steps}")
+        log(f"seed:{cfg.seed}")
+        seed_everything(cfg.seed)
+        tables = build_byte_tables(load_tokenizer(data.tokenizer, cfg.vocab_size), cfg.vocab_size)
+        val = ValidationSet(load_validation_tokens(data.val, cfg.eval_seq_len), tables.to(device))
+        log(f"train_shards: {len(data.train)}")
+        log(f"train_tokens: {data.train_tokens}")
+        log(f"val_tokens: {val.num_targets}")
+        model = GPT(cfg).to(device)
+        backend, why = choose_backend(cfg.attn_backend, device, cfg.num_heads, cfg.num_kv_heads,
+                                      cfg.model_dim // cfg.num_heads)
+        activate_backend(backend)
+        model.set_attention_backend(backend)
+        log(f"attention:{backend} ({why})")
+        log(f"model_params:{sum(p.numel() for p in model.parameters())}")
+        run = Run(cfg=cfg, dist=dist, device=device, data=data, val=val, out_dir=out_dir,
+                  code_path=CODE_PATH)
+        train_ms = train(run, model, live)
+        if dist.is_main:  # CPU tensors, so the checkpoint loads anywhere
+            torch.save({k: v.cpu() for k, v in model.state_dict().items()}, out_dir / "final_model.pt")
+            log(f"checkpoint: final_model.pt {(out_dir / 'final_model.pt').stat().st_size} bytes")
+    finally:
+        if live is not None:
+            live.stop()
+    if export_and_evaluate is not None and not cfg.prequant_only:
+        export_and_evaluate(run, model, train_ms)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,241 @@
+"""The record's GPT (records/track_10min_16mb/2026-04-09_SP8192_3LayerRecur_ParResid_QK525_LegalTTT).
+
+The baseline's U-Net transformer (root train_gpt.py: RMSNorm everywhere, q/k RMSNorm with a learned
+per-head query gain, learned residual mixes with the embedding, tied embeddings, tanh logit softcap)
+plus, each switchable from the config:
+  partial RoPE and 1/sqrt(layer+1) input scaling (PR #315), squared LeakyReLU(0.5) MLP (PR #493),
+  exclusive self-attention (arXiv:2603.09078; all layers from PR #478), sigmoid gates on the skips
+  (PR #1089), depth recurrence over a block range (PR #1204; layers 3-5 from PR #1493), GPT-J style
+  parallel residuals in the late layers (PR #1204), orthogonal init with zero-init output
+  projections.
+Parameter names match the records', so their state dicts load here and the reverse.
+Weights stay fp32; on GPUs the run wraps the forward in bf16 autocast.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from trainer.attention import causal_attention
+from trainer.config import Config
+
+
+class RMSNorm(nn.Module):
+    """Parameter-free RMS normalization over the last dimension."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.rms_norm(x, (x.size(-1),))
+
+
+class CastedLinear(nn.Linear):
+    """Bias-free linear layer whose fp32 weight is cast to the input's dtype when used."""
+
+    def __init__(self, in_features: int, out_features: int, zero_init: bool = False):
+        super().__init__(in_features, out_features, bias=False)
+        self.zero_init = zero_init  # output projections start at zero, so each block starts as identity
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.linear(x, self.weight.to(x.dtype))
+
+
+class Rotary(nn.Module):
+    """cos/sin tables of rotary embeddings over the first `rope_dims` of each head."""
+
+    def __init__(self, rope_dims: int, base: float, train_seq_len: int):
+        super().__init__()
+        self.rope_dims, self.base, self.train_seq_len = rope_dims, base, train_seq_len
+        inv_freq = 1.0 / base ** (torch.arange(0, rope_dims, 2, dtype=torch.float32) / rope_dims)
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    def forward(self, seq_len: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        inv_freq = self.inv_freq
+        if seq_len > self.train_seq_len and self.rope_dims > 2:
+            # Longer than training: stretch the base (NTK-aware scaling), as the records' Rotary.
+            rd = self.rope_dims
+            base = self.base * (seq_len / self.train_seq_len) ** (rd / (rd - 2))
+            inv_freq = 1.0 / base ** (torch.arange(0, rd, 2, dtype=torch.float32, device=device) / rd)
+        # Positions in fp32: the records built them in the model's bf16, which rounds positions
+        # above 256 to a multiple of 2 or more.
+        freqs = torch.outer(torch.arange(seq_len, dtype=torch.float32, device=device), inv_freq)
+        return freqs.cos()[None, :, None, :], freqs.sin()[None, :, None, :]  # (1, T, 1, rd/2)
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate the first 2 * cos.size(-1) dims of x (B, T, H, D) as half-split pairs."""
+    rd = 2 * cos.size(-1)
+    x1, x2 = x[..., : rd // 2], x[..., rd // 2 : rd]
+    rotated = torch.cat((x1 * cos + x2 * sin, x2 * cos - x1 * sin), dim=-1)
+    return torch.cat((rotated, x[..., rd:]), dim=-1) if rd < x.size(-1) else rotated
+
+
+def exclusive_self_attention(y: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Remove from each head's output its component along the token's own value vector
+    (XSA, arXiv:2603.09078). y (B, T, H, D), v (B, T, Hkv, D); heads are grouped as in GQA."""
+    B, T, H, D = y.shape
+    y = y.view(B, T, v.size(2), H // v.size(2), D)
+    v_hat = F.normalize(v, dim=-1).unsqueeze(3)  # (B, T, Hkv, 1, D)
+    return (y - (y * v_hat).sum(-1, keepdim=True) * v_hat).view(B, T, H, D)
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, cfg: Config, layer: int):
+        super().__init__()
+        dim, self.num_heads, self.num_kv_heads = cfg.model_dim, cfg.num_heads, cfg.num_kv_heads
+        self.head_dim = dim // cfg.num_heads
+        kv_dim = self.num_kv_heads * self.head_dim
+        self.c_q = CastedLinear(dim, dim)
+        self.c_k = CastedLinear(dim, kv_dim)
+        self.c_v = CastedLinear(dim, kv_dim)
+        self.proj = CastedLinear(dim, dim, zero_init=True)
+        self.q_gain = nn.Parameter(torch.full((self.num_heads,), cfg.qk_gain_init))
+        self.use_xsa = layer >= cfg.num_layers - cfg.xsa_last_n
+        self.backend = "sdpa"  # set for the whole model by GPT.set_attention_backend
+
+    def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        B, T, _ = x.shape
+        q = self.c_q(x).view(B, T, self.num_heads, self.head_dim)
+        k = self.c_k(x).view(B, T, self.num_kv_heads, self.head_dim)
+        v = self.c_v(x).view(B, T, self.num_kv_heads, self.head_dim)
+        q, k = F.rms_norm(q, (self.head_dim,)), F.rms_norm(k, (self.head_dim,))
+        q, k = apply_rope(q, *rope), apply_rope(k, *rope)
+        # With unit-norm q and k the gain sets the attention temperature (QK-gain, PR #1125).
+        q = q * self.q_gain.to(q.dtype)[None, None, :, None]
+        y = causal_attention(q.to(v.dtype), k.to(v.dtype), v, self.backend)  # (B, T, H, D)
+        if self.use_xsa:
+            y = exclusive_self_attention(y, v)
+        return self.proj(y.reshape(B, T, -1))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: Config):
+        super().__init__()
+        hidden = int(cfg.mlp_mult * cfg.model_dim)
+        self.fc = CastedLinear(cfg.model_dim, hidden)
+        self.proj = CastedLinear(hidden, cfg.model_dim, zero_init=True)
+        self.negative_slope = cfg.leaky_relu_slope
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # Squared LeakyReLU keeps a gradient for negative inputs, which relu^2 zeroes (PR #493).
+        return self.proj(F.leaky_relu(self.fc(x), self.negative_slope).square())
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: Config, layer: int):
+        super().__init__()
+        dim = cfg.model_dim
+        self.attn_norm, self.mlp_norm = RMSNorm(), RMSNorm()
+        self.attn = CausalSelfAttention(cfg, layer)
+        self.mlp = MLP(cfg)
+        self.attn_scale = nn.Parameter(torch.ones(dim))
+        self.mlp_scale = nn.Parameter(torch.ones(dim))
+        # Learned mix of the running stream and the embedding output x0 (baseline).
+        self.resid_mix = nn.Parameter(torch.stack((torch.ones(dim), torch.zeros(dim))))
+        self.ln_scale_factor = 1.0 / math.sqrt(layer + 1) if cfg.ln_scale else 1.0
+        self.parallel = 0 <= cfg.parallel_residual_start <= layer
+
+    def forward(self, x: torch.Tensor, x0: torch.Tensor,
+                rope: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        mix = self.resid_mix.to(x.dtype)
+        x = mix[0] * x + mix[1] * x0
+        attn_out = self.attn(self.attn_norm(x) * self.ln_scale_factor, rope)
+        if self.parallel:  # attention and MLP both read the block input (GPT-J)
+            mlp_out = self.mlp(self.mlp_norm(x) * self.ln_scale_factor)
+            return x + self.attn_scale.to(x.dtype) * attn_out + self.mlp_scale.to(x.dtype) * mlp_out
+        x = x + self.attn_scale.to(x.dtype) * attn_out
+        return x + self.mlp_scale.to(x.dtype) * self.mlp(self.mlp_norm(x) * self.ln_scale_factor)
+
+
+def layer_order(cfg: Config, looping: bool) -> tuple[list[int], list[int]]:
+    """Physical block indices run by the encoder and decoder halves of the U-Net.
+
+    With looping the block range LOOP_START..LOOP_END runs 1 + NUM_LOOPS times: the record's
+    [0, 1, 2, 3, 4, 5, 3, 4] + [5, 3, 4, 5, 6, 7, 8, 9, 10], 17 virtual layers from 11.
+    """
+    order = list(range(cfg.num_layers))
+    if looping and cfg.num_loops:
+        loop = list(range(cfg.loop_start, cfg.loop_end + 1))
+        order = order[: cfg.loop_start] + loop * (1 + cfg.num_loops) + order[cfg.loop_end + 1 :]
+    half = len(order) // 2
+    return order[:half], order[half:]
+
+
+class GPT(nn.Module):
+    def __init__(self, cfg: Config):
+        super().__init__()
+        dim = cfg.model_dim
+        self.tok_emb = nn.Embedding(cfg.vocab_size, dim)
+        self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.num_layers))
+        self.final_norm = RMSNorm()
+        self.lm_head = None if cfg.tie_embeddings else CastedLinear(dim, cfg.vocab_size, zero_init=True)
+        self.rotary = Rotary(cfg.rope_dims or dim // cfg.num_heads, cfg.rope_base,
+                             cfg.rope_train_seq_len)
+        self.logit_softcap = cfg.logit_softcap
+        # Depth recurrence is switched on during training (ENABLE_LOOPING_AT); torch.compile
+        # guards on this attribute, so both graphs are compiled in the warmup.
+        self.looping_active = False
+        self.plain_indices = layer_order(cfg, looping=False)
+        self.encoder_indices, self.decoder_indices = layer_order(cfg, looping=True)
+        num_skips = min(len(self.encoder_indices), len(self.decoder_indices))
+        self.skip_weights = nn.Parameter(torch.ones(num_skips, dim))
+        # sigmoid(0) = 0.5: each gated skip starts as the average of skip and stream.
+        self.skip_gates = nn.Parameter(torch.zeros(num_skips, dim)) if cfg.skip_gates_enabled else None
+        self.attn_backend = "sdpa"
+        self._init_weights(cfg)
+
+    def _init_weights(self, cfg: Config) -> None:
+        if cfg.tie_embeddings:
+            nn.init.normal_(self.tok_emb.weight, mean=0.0, std=cfg.tied_embed_init_std)
+        for module in self.modules():
+            if isinstance(module, CastedLinear):
+                if module.zero_init:
+                    nn.init.zeros_(module.weight)
+                elif cfg.ortho_init and min(module.weight.shape) >= 64:
+                    nn.init.orthogonal_(module.weight)
+
+    def set_attention_backend(self, backend: str) -> None:
+        self.attn_backend = backend
+        for block in self.blocks:
+            block.attn.backend = backend
+
+    def forward_logits(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """input_ids (B, T) -> float32 logits (B, T, V), after the softcap."""
+        return self._logits(input_ids).float()
+
+    def forward(self, input_ids: torch.Tensor, target_ids: torch.Tensor) -> torch.Tensor:
+        """Mean cross-entropy (nats) of predicting target_ids (B, T)."""
+        logits = self._logits(input_ids)
+        return F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), target_ids.reshape(-1))
+
+    def _logits(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """Softcapped logits in the compute dtype: bf16 under autocast, as the records' bf16
+        model, so the (B, T, V) tensor, the largest of the step, is never held in fp32."""
+        x = self.tok_emb(input_ids)
+        if torch.is_autocast_enabled(x.device.type):
+            # The master embedding is fp32; without this cast the whole residual stream, and every
+            # elementwise op of every block, would run in fp32.
+            x = x.to(torch.get_autocast_dtype(x.device.type))
+        x = F.rms_norm(x, (x.size(-1),))
+        x0 = x
+        rope = self.rotary(input_ids.size(1), input_ids.device)
+        encoder, decoder = ((self.encoder_indices, self.decoder_indices) if self.looping_active
+                            else self.plain_indices)
+        skips = []
+        for i in encoder:
+            x = self.blocks[i](x, x0, rope)
+            skips.append(x)
+        for j, i in enumerate(decoder):
+            if skips:  # U-Net: decoder layer j reads the output of encoder layer -(j+1)
+                skip = self.skip_weights[j].to(x.dtype) * skips.pop()
+                if self.skip_gates is None:
+                    x = x + skip
+                else:
+                    x = torch.lerp(skip, x, torch.sigmoid(self.skip_gates[j]).to(x.dtype))
+            x = self.blocks[i](x, x0, rope)
+        x = self.final_norm(x)
+        head = self.tok_emb.weight if self.lm_head is None else self.lm_head.weight
+        logits = F.linear(x, head.to(x.dtype))
+        return self.logit_softcap * torch.tanh(logits / self.logit_softcap)

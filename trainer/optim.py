@@ -1,0 +1,147 @@
+"""Muon for the block matrices, AdamW for the embedding and the small parameters.
+
+Muon (Keller Jordan, modded-nanogpt) replaces each matrix's momentum update by an approximately
+orthogonal matrix from a few Newton-Schulz iterations. Here, as in the records:
+  - Nesterov momentum, warmed up from MUON_MOMENTUM_WARMUP_START over the first steps;
+  - MuonEq-R: each row of the update is normalized before Newton-Schulz (PR #1260);
+  - the classic quintic coefficients, or Polar Express's per-iteration ones (arXiv:2505.16932,
+    PR #1344);
+  - scale by sqrt(max(1, rows/cols)); decoupled weight decay p *= 1 - lr * wd;
+  - across ranks matrix i is orthogonalized on rank i % world, and one all-reduce of the flat
+    bf16 updates gives every rank all of them (root train_gpt.py).
+Which optimizer a parameter gets follows from the module that owns it, not from its name.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+
+from trainer.config import Config
+from trainer.distributed import Dist, all_reduce
+from trainer.model import GPT, CastedLinear
+
+NS_COEFFS = {
+    "classic": ((3.4445, -4.7750, 2.0315),),
+    # One (a, b, c) per iteration; more iterations than tuples repeat the last one.
+    "polar_express": (
+        (8.156554524902461, -22.48329292557795, 15.878769915207462),
+        (4.042929935166739, -2.808917465908714, 0.5000178451051316),
+        (3.8916678022926607, -2.772484153217685, 0.5060648178503393),
+        (3.285753657755655, -2.3681294933425376, 0.46449024233003106),
+        (2.3465413258596377, -1.7097828382687081, 0.42323551169305323),
+    ),
+}
+
+
+def newton_schulz(g: torch.Tensor, coeffs: tuple[tuple[float, float, float], ...],
+                  steps: int) -> torch.Tensor:
+    """An approximately orthogonal matrix with g's row and column spaces, in bf16."""
+    x = g.bfloat16()
+    transposed = x.size(0) > x.size(1)
+    if transposed:  # iterate on the wide orientation: X X^T is the smaller Gram matrix
+        x = x.T
+    x = x / (x.norm() + 1e-7)  # spectral norm <= Frobenius norm <= 1
+    for i in range(steps):
+        a, b, c = coeffs[min(i, len(coeffs) - 1)]
+        gram = x @ x.T
+        x = a * x + (b * gram + c * gram @ gram) @ x
+    return x.T if transposed else x
+
+
+class Muon(torch.optim.Optimizer):
+    def __init__(self, params: list[nn.Parameter], *, lr: float, momentum: float,
+                 weight_decay: float, backend_steps: int, coeffs: str, row_normalize: bool,
+                 dist: Dist, compile_ns: bool = False):
+        defaults = dict(lr=lr, momentum=momentum, weight_decay=weight_decay)
+        super().__init__(params, defaults)
+        self.steps, self.coeffs, self.row_normalize = backend_steps, NS_COEFFS[coeffs], row_normalize
+        self.dist = dist
+        self.orthogonalize = torch.compile(newton_schulz) if compile_ns else newton_schulz
+
+    def owns(self, index: int) -> bool:
+        """Whether this rank orthogonalizes the index-th matrix."""
+        return index % self.dist.world_size == self.dist.rank
+
+    @torch.no_grad()
+    def step(self) -> None:
+        for group in self.param_groups:
+            params = group["params"]
+            flat = torch.zeros(sum(p.numel() for p in params), device=params[0].device,
+                               dtype=torch.bfloat16)
+            offset = 0
+            for i, p in enumerate(params):
+                if self.owns(i) and p.grad is not None:
+                    flat[offset:offset + p.numel()] = self._update(p, group["momentum"]).flatten()
+                offset += p.numel()
+            all_reduce(flat)
+            offset = 0
+            for p in params:
+                p.mul_(1.0 - group["lr"] * group["weight_decay"])
+                p.add_(flat[offset:offset + p.numel()].view_as(p).to(p.dtype), alpha=-group["lr"])
+                offset += p.numel()
+
+    def _update(self, p: nn.Parameter, momentum: float) -> torch.Tensor:
+        buf = self.state[p].setdefault("momentum_buffer", torch.zeros_like(p.grad))
+        buf.mul_(momentum).add_(p.grad)
+        g = p.grad.add(buf, alpha=momentum)  # Nesterov
+        if self.row_normalize:
+            g = g / g.float().norm(dim=-1, keepdim=True).clamp_min(1e-7).to(g.dtype)
+        g = self.orthogonalize(g, self.coeffs, self.steps)
+        return g * max(1.0, g.size(0) / g.size(1)) ** 0.5
+
+
+class Optimizers:
+    """All of a model's optimizers, stepped and scheduled together."""
+
+    def __init__(self, optimizers: list[torch.optim.Optimizer], muon: Muon):
+        self.optimizers, self.muon = optimizers, muon
+        for opt in optimizers:
+            for group in opt.param_groups:
+                group["base_lr"] = group["lr"]
+
+    def step(self) -> None:
+        for opt in self.optimizers:
+            opt.step()
+
+    def zero_grad(self) -> None:
+        for opt in self.optimizers:
+            opt.zero_grad(set_to_none=True)
+
+    def set_lr_scale(self, scale: float) -> None:
+        for opt in self.optimizers:
+            for group in opt.param_groups:
+                group["lr"] = group["base_lr"] * scale
+
+    def set_muon_momentum(self, momentum: float) -> None:
+        for group in self.muon.param_groups:
+            group["momentum"] = momentum
+
+    def state_dict(self) -> list[dict]:
+        return [opt.state_dict() for opt in self.optimizers]
+
+    def load_state_dict(self, states: list[dict]) -> None:
+        for opt, state in zip(self.optimizers, states):
+            opt.load_state_dict(state)
+
+
+def build_optimizers(cfg: Config, model: GPT, dist: Dist) -> Optimizers:
+    matrices = [m.weight for block in model.blocks for m in block.modules()
+                if isinstance(m, CastedLinear)]
+    head = [] if model.lm_head is None else [model.lm_head.weight]
+    taken = {id(p) for p in matrices + head + [model.tok_emb.weight]}
+    scalars = [p for p in model.parameters() if id(p) not in taken]  # gains, mixes, skips
+    fused = model.tok_emb.weight.device.type == "cuda"
+    adam = dict(betas=(cfg.beta1, cfg.beta2), eps=cfg.adam_eps, fused=fused)
+    embed_lr = cfg.tied_embed_lr if cfg.tie_embeddings else cfg.embed_lr
+    optimizers: list[torch.optim.Optimizer] = [
+        torch.optim.AdamW([model.tok_emb.weight], lr=embed_lr, weight_decay=cfg.embed_wd, **adam),
+        torch.optim.AdamW(scalars, lr=cfg.scalar_lr, weight_decay=cfg.adam_wd, **adam),
+    ]
+    if head:
+        optimizers.append(torch.optim.Adam(head, lr=cfg.head_lr, **adam))
+    muon = Muon(matrices, lr=cfg.matrix_lr, momentum=cfg.muon_momentum, weight_decay=cfg.muon_wd,
+                backend_steps=cfg.muon_backend_steps, coeffs=cfg.muon_ns_coeffs,
+                row_normalize=cfg.muon_row_normalize, dist=dist,
+                compile_ns=cfg.compile and fused)
+    return Optimizers(optimizers + [muon], muon)
