@@ -204,7 +204,8 @@ def test_too_many_parentheses_is_310s_own_error():
 
 
 def test_pgolfs_own_sources_pass_the_310_gate():
-    files = sorted(p for part in ("audits", "pgolf_cli", "trainer", "tests") for p in (ROOT / part).rglob("*.py"))
+    files = sorted(p for part in ("audits", "pgolf_cli", "trainer", "tests") for p in (ROOT / part).rglob("*.py")
+                   if "fixtures" not in p.parts)  # fixtures are audited code, some broken on purpose
     assert files
     failing = {str(f.relative_to(ROOT)): pyversion.analyse(f.read_text(encoding="utf-8")).problems
                for f in files}
