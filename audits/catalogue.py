@@ -121,6 +121,15 @@ RULES: tuple[Rule, ...] = (
     Rule("PY_STDLIB_TOO_NEW", WARN, "python",
          "No standard-library API newer than the target Python.",
          (issue(1591),)),
+    Rule("PY_SYNTAX_ERROR", FAIL, "python",
+         "Every shipped .py file, after unwrapping, is valid Python in some version.",
+         (pgolf("a file that no Python compiles cannot run; it is reported apart from "
+                "PY_SYNTAX_TOO_NEW because the fix is different"),
+          readme("Submission Process, must compile and run"))),
+    Rule("WRAPPER_UNREADABLE", FAIL, "python",
+         "The payload of a self-extracting script decodes statically, within the size bound.",
+         (pgolf("a payload that is corrupt, truncated, too large or built by code pgolf will not run "
+                "cannot be audited, so every other check would pass on code nobody read"),)),
     Rule("IMPORT_FAIL", FAIL, "python",
          "The script imports on a CPU box with GPU-only modules stubbed.",
          (readme("Submission Process, must compile and run"),)),

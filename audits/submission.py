@@ -10,11 +10,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import posixpath
 import re
 import stat
 from pathlib import Path
 
-from audits import logparse, metadata
+from audits import logparse, metadata, unwrap
 from audits.findings import Finding, Severity
 from audits.registry import found
 
@@ -47,7 +48,9 @@ class Script:
     data: bytes
     text: str | None
     unwrapped: str | None = None  # the payload of a self-extracting wrapper, when it is one
-    wrapper_note: str | None = None  # where that payload came from, e.g. "train_gpt.py:2, lzma + base85"
+    wrapper_note: str | None = None  # where that payload came from, e.g. "train_gpt.py:2 (raw lzma + base85)"
+    wrapper_error: str | None = None  # why a wrapper's payload could not be read
+    wrapper_error_line: int | None = None  # line of that wrapper's exec
 
     @property
     def source(self) -> str | None:
@@ -283,7 +286,36 @@ def _read_script(sub: Submission, path: Path, rel: str) -> None:
                                   f"{exc.start}); Python will refuse to run it", file=display_name(rel),
                                   hint="Save the script as UTF-8."))
         text = None
-    sub.scripts[rel] = Script(rel, data, text)
+    script = Script(rel, data, text)
+    if text is not None:
+        result = unwrap.unwrap(text, rel, _sibling_reader(sub, rel))
+        if result is not None and result.source is not None:
+            script.unwrapped, script.wrapper_note = result.source, result.note
+        elif result is not None:
+            script.wrapper_error, script.wrapper_error_line = result.error, result.error_line
+    sub.scripts[rel] = script
+
+
+def _sibling_reader(sub: Submission, rel: str) -> unwrap.ReadSibling:
+    """How a wrapper reads another file: only a regular file listed in the folder, bounded."""
+
+    def read(name: str) -> bytes:
+        path = posixpath.normpath(posixpath.join(posixpath.dirname(rel), name))
+        if name.startswith("/") or path == ".." or path.startswith("../"):
+            raise unwrap.Unreadable(f"the wrapper reads {display_name(name)}, outside the folder; "
+                                    "pgolf reads only files inside it")
+        if not sub.has_file(path):
+            raise unwrap.Unreadable(f"the wrapper reads {display_name(path)}, which is not a regular "
+                                    "file in the folder")
+        try:
+            data, cut = read_bounded(sub.root / path, SCRIPT_LIMIT)
+        except OSError as exc:
+            raise unwrap.Unreadable(f"cannot read {display_name(path)}: {exc.strerror}") from None
+        if cut:
+            raise unwrap.Unreadable(f"{display_name(path)} is over {SCRIPT_LIMIT // 2**20} MiB")
+        return data
+
+    return read
 
 
 def _read_log(sub: Submission, path: Path, rel: str) -> None:
