@@ -19,6 +19,7 @@ _TIMESTAMP = re.compile(r"^\d{9,11}(?:\.\d+)?\s+")
 _SEPARATOR = re.compile(r"^={20,}\s*$")
 _SOURCE_MARKER = re.compile(r"^\[embedded source removed: (\d+) lines, sha256/16 ([0-9a-f]{16})\]")
 _CODE_SHA = re.compile(r"^code_sha256:\s*([0-9a-f]{64})\b")
+_CODE_MINIFIED_SHA = re.compile(r"^code_minified_sha256:\s*([0-9a-f]{64})\b")
 
 _STEP_OLD = re.compile(rf"^step:(\d+)/(\d+)\s+(.*)$")
 _STEP_NEW = re.compile(rf"^(\d+)/(\d+)\s+(.*)$")
@@ -126,6 +127,7 @@ class ParsedLog:
     dataset: Value | None = None
     embedded_source: EmbeddedSource | None = None
     code_sha256: Value | None = None
+    code_minified_sha256: Value | None = None  # pgolf's logs: the minified form a wrapper ships
     python_version: Value | None = None
     torch_version: Value | None = None
     gpus: list[Value] = dataclasses.field(default_factory=list)
@@ -416,6 +418,10 @@ def _on_code_sha(log, m, n, line):
     log.code_sha256 = Value(m.group(1), n, line)
 
 
+def _on_code_minified_sha(log, m, n, line):
+    log.code_minified_sha256 = Value(m.group(1), n, line)
+
+
 def _on_python(log, m, n, line):
     log.python_version = Value(m.group(1), n, line)
 
@@ -453,6 +459,7 @@ _HANDLERS = (
     (_TRAIN_SHARDS, _on_train_shards),
     (_SEED, _on_seed),
     (_CODE_SHA, _on_code_sha),
+    (_CODE_MINIFIED_SHA, _on_code_minified_sha),
     (_PYTHON, _on_python),
     (_TORCH, _on_torch),
     (_PEAK, _on_peak),

@@ -24,8 +24,9 @@ def run_log(seed: int, script: bytes = SAMPLE_SCRIPT, *, bpb: float | None = Non
                                                           ("quantized_ttt", 366525)),
             total_eval_s: float | None = 458.0, nan_at_step: int | None = None,
             code_sha256: str | None = None, val_tokens: int = 40540160, gpus: int = 8,
-            extra_hparams: dict[str, str] | None = None) -> str:
-    """The rank-0 log of one run. `total_counts` says which code size the logged total uses."""
+            extra_hparams: dict[str, str] | None = None, minified_hash: bool = True) -> str:
+    """The rank-0 log of one run. `total_counts` says which code size the logged total uses;
+    `minified_hash` adds the `code_minified_sha256:` line pgolf's trainer writes."""
     bpb = BPB.get(seed, 1.081) if bpb is None else bpb
     loss = bpb * 2.5838  # nats per token over bits per byte for sp8192 FineWeb val
     model_bytes = 15_861_000 + (seed % 97) * 1013 if model_bytes is None else model_bytes
@@ -39,7 +40,11 @@ def run_log(seed: int, script: bytes = SAMPLE_SCRIPT, *, bpb: float | None = Non
                "train_batch_tokens": "786432", "ttt_enabled": "True", "vocab_size": "8192",
                "world_size": str(gpus), **(extra_hparams or {})}
     lines = ["Hyperparameters:"] + [f"  {k}: {v}" for k, v in sorted(hparams.items())]
-    lines += [f"seed:{seed}", f"code_sha256: {code_sha256}",
+    lines += [f"seed:{seed}", f"code_sha256: {code_sha256}"]
+    if minified_hash:
+        minified = codesize.minify(script.decode("utf-8")).encode("utf-8")
+        lines.append(f"code_minified_sha256: {hashlib.sha256(minified).hexdigest()}")
+    lines += [
               "Running Python 3.10.12 (main, Mar  3 2026, 11:56:32) [GCC 11.4.0]",
               "Running PyTorch 2.9.1+cu128",
               "+-----------------------------------------------------------------------------------------+",

@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 import runfolders
+from audits.unwrap import unwrap
 from audits import codesize
 from audits.api import audit
 from audits.findings import Severity
@@ -25,6 +26,11 @@ from pgolf_cli.packaging import PackageError, PackageRequest, package
 
 DATE = datetime.date(2026, 4, 9)
 FOLDER = "records/track_10min_16mb/2026-04-09_SP8192_legal_TTT"
+
+
+def payload_of(wrapper: str) -> str:
+    """The code a wrapper runs, read statically."""
+    return unwrap(wrapper, "train_gpt.py", lambda rel: b"").source
 
 
 def request(runs, tmp_path, **changes) -> PackageRequest:
@@ -56,23 +62,19 @@ def test_folder_holds_the_files_of_a_submission(packaged):
     assert not [p for p in result.folder.parent.iterdir() if p.name.startswith(".")]  # no staging left
 
 
-def test_own_audit_has_no_fail_and_only_the_explained_warning(packaged):
+def test_own_audit_is_clean(packaged):
     _, result = packaged
     assert not result.failed and result.report.exit_code == 0
     sub = result.report.submissions[0]
-    assert [f for f in sub.findings if f.severity == Severity.FAIL] == []
-    warned = [f for f in sub.findings if f.severity == Severity.WARN]
-    # The wrapped train_gpt.py is a minified form of the file the logs name: not comparable byte
-    # for byte from the folder alone; explained in the output and the README.
-    assert [f.rule for f in warned] == ["LOG_SOURCE_MISMATCH"]
-    assert "LOG_SOURCE_MISMATCH" in result.explanations
-    assert "Expected with the wrapped form" in (result.folder / "README.md").read_text()
+    # The wrapped train_gpt.py's payload matches the minified hash every log names.
+    assert [f for f in sub.findings if f.severity > Severity.INFO] == []
+    assert sub.verdict() == "PASS"
 
 
 def test_wrapped_script_is_the_minified_file_that_ran_and_counts_its_own_bytes(packaged):
     runs, result = packaged
     shipped = (result.folder / "train_gpt.py").read_text()
-    payload = codesize.unwrap(shipped)
+    payload = payload_of(shipped)
     assert payload == codesize.minify(runfolders.SAMPLE_SCRIPT.decode())
     assert shipped == codesize.compact_form(runfolders.SAMPLE_SCRIPT.decode())
     data = result.submission
@@ -155,8 +157,9 @@ def test_every_submission_json_figure_is_traceable_to_a_log_line(packaged):
 def test_compliance_block_is_the_audit_of_the_folder(packaged):
     runs, result = packaged
     compliance = result.submission["compliance"]
-    assert compliance["verdict"] == "WARN"
-    assert compliance["rules"]["LOG_SOURCE_MISMATCH"] == "warn"
+    assert compliance["verdict"] == "PASS"
+    # The wrapper's payload is the minified source whose hash the logs name.
+    assert compliance["rules"]["LOG_SOURCE_MISMATCH"] == "pass"
     assert compliance["rules"]["NOT_SIGNIFICANT"] == "pass"  # the baseline was given
     assert compliance["rules"]["TTT_SCORE_AFTER_ADAPT"] in ("pass", "not checked")
     options = packaging.audit_options(request(runs, result.folder, baseline_bpb=(1.0856,)))
@@ -187,7 +190,7 @@ def test_readme_decode_command_prints_the_payload(packaged):
     command = re.search(r"```bash\n(python -c .*)\n```", (result.folder / "README.md").read_text()).group(1)
     done = subprocess.run(command, shell=True, cwd=result.folder, capture_output=True, text=True,
                           check=True, timeout=60)
-    assert done.stdout == codesize.unwrap((result.folder / "train_gpt.py").read_text()) + "\n"
+    assert done.stdout == payload_of((result.folder / "train_gpt.py").read_text()) + "\n"
 
 
 def test_plot_is_a_real_png(packaged):
@@ -208,7 +211,7 @@ def test_requirements_list_the_scripts_third_party_imports(packaged):
 def test_pr_title_and_body(packaged):
     _, result = packaged
     assert result.pr_title == "Record: SP8192 legal TTT (val_bpb 1.0808, 3 seeds)"
-    assert "| 42 | 1.08079352 |" in result.pr_body and "**WARN**" in result.pr_body
+    assert "| 42 | 1.08079352 |" in result.pr_body and "**PASS**" in result.pr_body
 
 
 def test_plain_form_ships_the_file_that_ran_and_audits_clean(tmp_path):
@@ -267,8 +270,7 @@ def test_cli_prints_the_pr_title_and_body(tmp_path):
     assert result.exit_code == 0, result.output
     today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
     assert f"track_10min_16mb/{today}_LegalTTT/ (8 files" in result.stdout
-    assert "audit: WARN (0 FAIL, 1 WARN)" in result.stdout
-    assert "why: Expected with the wrapped form" in result.stdout
+    assert "audit: PASS (0 FAIL, 0 WARN)" in result.stdout
     assert "PR title:\nRecord: SP8192 legal TTT (val_bpb 1.0808, 3 seeds)" in result.stdout
 
 
@@ -412,7 +414,7 @@ def test_wrapped_script_compiles_on_python_310(packaged, tmp_path):
     """The sample has `f"{', '.join(names)}"`: legal on 3.10 only while its quotes stay as written."""
     _, result = packaged
     payload = tmp_path / "payload.py"
-    payload.write_text(codesize.unwrap((result.folder / "train_gpt.py").read_text()))
+    payload.write_text(payload_of((result.folder / "train_gpt.py").read_text()))
     for path in (result.folder / "train_gpt.py", payload):
         subprocess.run([_python310(), "-c", "import sys; compile(open(sys.argv[1]).read(), sys.argv[1], 'exec')",
                         str(path)], check=True, timeout=60)

@@ -45,7 +45,7 @@ def test_review_of_a_clean_folder(folder):
     code, text = review(folder)
     assert code == 0
     first = text.splitlines()[0]
-    assert first == ("**pgolf review: WARN** for `2026-04-09_Legal_TTT`: 0 FAIL, 1 WARN, 2 INFO.")
+    assert first == ("**pgolf review: PASS** for `2026-04-09_Legal_TTT`: 0 FAIL, 0 WARN, 2 INFO.")
     assert "the logs' final scores average **1.08078103**" in text
     assert "submission.json claims **1.08078103**" in text
     assert "| #1017 C3 score before update |" in text
@@ -118,7 +118,10 @@ def test_review_of_a_pr_branch_names_repository_paths(folder, tmp_path):
     _git(repo, "add", ".")
     _git(repo, "commit", "-q", "-m", "base")
     _git(repo, "checkout", "-q", "-b", "submission")
-    shutil.copytree(folder, repo / "records" / "track_10min_16mb" / folder.name)
+    copy = shutil.copytree(folder, repo / "records" / "track_10min_16mb" / folder.name)
+    claims = json.loads((copy / "submission.json").read_text())
+    claims["val_bpb"] = 1.07  # a planted mismatch, to see where its location points
+    (copy / "submission.json").write_text(json.dumps(claims, indent=2))
     (repo / "README.md").write_text("# parameter-golf, edited by the PR\n")
     _git(repo, "add", ".")
     _git(repo, "commit", "-q", "-m", "submission")
@@ -126,4 +129,4 @@ def test_review_of_a_pr_branch_names_repository_paths(folder, tmp_path):
     assert code == 1
     assert text.startswith(f"**pgolf review: FAIL** for `records/track_10min_16mb/{folder.name}`")
     assert "#### FAIL `LAYOUT_NOT_SINGLE_FOLDER` at `README.md`" in text
-    assert f"at `records/track_10min_16mb/{folder.name}/train_seed314.log:18`" in text
+    assert f"at `records/track_10min_16mb/{folder.name}/submission.json:" in text

@@ -17,6 +17,7 @@ from typing import TextIO
 
 import torch
 
+from trainer.codesize import MinifyError, minify
 from trainer.config import Config, hyperparameter_lines
 
 _file: TextIO | None = None
@@ -69,7 +70,15 @@ def log_run_header(cfg: Config, world_size: int, code_path: Path | None) -> None
     else:
         log(f"device: cpu ({platform.processor() or platform.machine()}) x{world_size}")
     if code_path is not None:
-        log(f"code_sha256: {hashlib.sha256(code_path.read_bytes()).hexdigest()}")
+        source = code_path.read_bytes()
+        log(f"code_sha256: {hashlib.sha256(source).hexdigest()}")
+        # The hash of the minified form too: `pgolf package` ships that form inside a
+        # self-extracting wrapper, and the audit matches the wrapper's payload against it.
+        try:
+            minified = minify(source.decode("utf-8"))
+            log(f"code_minified_sha256: {hashlib.sha256(minified.encode('utf-8')).hexdigest()}")
+        except (MinifyError, UnicodeDecodeError):
+            pass
     else:
         log("code: the trainer package, not a bundled train_gpt.py (no code_sha256)")
 

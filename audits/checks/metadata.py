@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from audits import codesize, runs
+from audits import runs
 from audits.findings import Severity
 from audits.registry import check, found
 from audits.stats import mean
@@ -184,15 +184,6 @@ def _bytes(sub, claims):
                         hint="Use the size of the shipped script.")
 
 
-def _wrapped_payload(script) -> str | None:
-    """The code a self-extracting entry script runs, when it is one; None for a plain script."""
-    if script is None:
-        return None
-    if script.unwrapped is not None:
-        return script.unwrapped
-    return codesize.unwrap(script.text) if script.text is not None else None
-
-
 def _script_hashes(script) -> set[str]:
     hashes = {hashlib.sha256(script.data).hexdigest()}
     if script.text is not None:
@@ -215,22 +206,27 @@ def log_source_mismatch(sub, options):
     Legal: every log's embedded source equals the shipped file (trailing newlines ignored).
 
     Known limits: an embedded source is compared with the shipped file as shipped. A `code_sha256:`
-    line is compared with the shipped file and, for a self-extracting wrapper, with its payload; a
-    wrapper whose payload is a minified form of the file that ran (`pgolf package`'s default)
-    cannot be compared from the folder alone, which is a WARN, not a FAIL. Logs that embed nothing
-    cannot be checked. When only a 16-hex marker of the hash survives, the prefix is compared.
+    line is compared with the shipped file and, for a self-extracting wrapper, with its payload;
+    a wrapper whose payload is the minified form of the file that ran (`pgolf package`'s default)
+    matches the `code_minified_sha256:` line pgolf's trainer also logs. A log without that line
+    next to such a wrapper cannot be compared from the folder alone: a WARN, not a FAIL. Logs that
+    embed nothing cannot be checked. When only a 16-hex marker of the hash survives, the prefix is
+    compared.
     """
     script = sub.scripts.get(ENTRY_SCRIPT)
     hashes = _script_hashes(script) if script is not None else set()
-    payload = _wrapped_payload(script)
+    payload = None if script is None else script.unwrapped
     ran = set() if script is None else {hashlib.sha256(script.data).hexdigest()} | (
         set() if payload is None else {hashlib.sha256(payload.encode("utf-8")).hexdigest()})
     embedded = []
     unverifiable: dict[str, list] = {}  # hash a log names -> logs, when the shipped file is a wrapper
     for log in sub.logs:
         p = log.parsed
-        if p.code_sha256 is not None and script is not None and p.code_sha256.value not in ran:
-            if payload is None:
+        minified = p.code_minified_sha256
+        if minified is not None and minified.value in ran:
+            pass  # the wrapper ships the minified form of the file this log ran
+        elif p.code_sha256 is not None and script is not None and p.code_sha256.value not in ran:
+            if payload is None or minified is not None:
                 yield found("LOG_SOURCE_MISMATCH", f"{log.rel} names a script hash that is not the "
                             f"shipped {ENTRY_SCRIPT}'s", file=log.rel, line=p.code_sha256.line,
                             evidence=p.code_sha256.text,

@@ -16,6 +16,7 @@ import sys
 
 from audits import codesize
 from audits.checks.requirements import DISTRIBUTIONS, imports
+from audits.unwrap import Unreadable, unwrap
 from pgolf_cli.packaging.request import PackageError
 
 # Modules that come with the torch wheel: importable wherever torch is, never listed on their own.
@@ -45,11 +46,16 @@ def ship(script: bytes, form: str) -> ShippedCode:
                            "the Python the run used, or use --code-form plain") from None
     _same_program(text, minified, here)
     wrapper = codesize.wrap(minified)
-    if codesize.unwrap(wrapper) != minified:
+    decoded = unwrap(wrapper, "train_gpt.py", _no_siblings)
+    if decoded is None or decoded.source != minified:
         raise PackageError("the self-extracting wrapper does not decode to the minified source; "
                            "use --code-form plain and report this pgolf bug")
     compile(wrapper, "train_gpt.py", "exec")
     return ShippedCode("wrapped", wrapper.encode("utf-8"), minified)
+
+
+def _no_siblings(rel: str) -> bytes:
+    raise Unreadable(f"the wrapper reads {rel}; it should be self-contained")
 
 
 def _same_program(original: str, minified: str, here: str) -> None:

@@ -219,11 +219,6 @@ def compliance(report: SubmissionReport, options: AuditOptions, runs: list[Run],
 def explain(rule_id: str, runs: list[Run], code: ShippedCode) -> str | None:
     """Why a warning `pgolf package` produces knowingly is expected, and what would remove it;
     None for a warning the packaging does not cause."""
-    if rule_id == "LOG_SOURCE_MISMATCH" and code.form == "wrapped":
-        return ("Expected with the wrapped form: the logs name the readable file that ran "
-                f"(SHA-256 `{runs[0].code_sha256[:16]}...`); pgolf package checked that this payload "
-                "is that file minified (see Code). `--code-form plain` ships the readable file "
-                "instead.")
     if rule_id == "FEWER_THAN_3_SEEDS":
         return f"{_runs(len(runs))} packaged; the record track expects at least 3 seeds."
     if rule_id == "ARTIFACT_LITERAL_OVER_CAP" and code.form == "plain":
