@@ -31,7 +31,7 @@ def _val_docs(inputs: tuple[Path, ...], num_val_docs: int | None, val_frac: floa
     return round(val_frac * sum(1 for _ in _dataprep().iter_documents(inputs)))
 
 
-def _split_summary(summary) -> str:
+def split_summary(summary) -> str:
     return "; ".join(f"{split}: {s.docs:,} docs, {s.tokens:,} tokens, {len(s.files)} shard(s)"
                      for split, s in summary.items())
 
@@ -94,7 +94,7 @@ def shards_command(inputs, tokenizer, out_dir, num_val_docs, val_frac, shard_tok
         prep.verify_shards(out_dir)
     except TrainerError as exc:
         raise PgolfError(str(exc)) from None
-    click.echo(f"{out_dir}: {_split_summary(summary)}")
+    click.echo(f"{out_dir}: {split_summary(summary)}")
 
 
 @data_group.command("verify")
@@ -112,4 +112,4 @@ def verify_command(folder, tokenizer, vocab_size) -> None:
         summary = _dataprep().verify_shards(folder, vocab_size)
     except TrainerError as exc:
         raise PgolfError(str(exc)) from None
-    click.echo(f"{folder}: ok; {_split_summary(summary)}")
+    click.echo(f"{folder}: ok; {split_summary(summary)}")

@@ -8,6 +8,7 @@ import click
 
 from audits import api
 from audits.context import AuditOptions
+from audits.engine import AuditReport
 from audits.report.review import render_review
 from audits.submission import InputError
 from pgolf_cli.errors import PgolfError
@@ -31,9 +32,15 @@ def review_command(path, base, smoke):
 
     Exit status: 0 clean, 1 findings that fail, 2 usage or internal error.
     """
-    try:
-        report = api.audit([path], AuditOptions(base_ref=base, smoke=resolve_smoke(smoke)))
-    except InputError as exc:
-        raise PgolfError(str(exc)) from None
+    report = review_audit(path, base, smoke)
     click.echo(render_review(report), nl=False)
     sys.exit(report.exit_code)
+
+
+def review_audit(path: str, base: str | None = None, smoke: bool | None = None) -> AuditReport:
+    """The audit a review renders; the smoke import runs when torch is installed, unless `smoke`
+    says otherwise."""
+    try:
+        return api.audit([path], AuditOptions(base_ref=base, smoke=resolve_smoke(smoke)))
+    except InputError as exc:
+        raise PgolfError(str(exc)) from None

@@ -63,15 +63,27 @@ def _gpu_count() -> int:
 @click.option("--list-settings", is_flag=True, help="List every setting with its default and exit.")
 def train_command(preset, settings, seed, data_dir, out_dir, nproc, no_bundle, list_settings) -> None:
     """Train a model with the record recipe and write a run folder."""
+    if list_settings:
+        click.echo(_settings_table())
+        return
+    overrides = _overrides(settings, preset=preset, seed=seed, data_dir=data_dir)
+    out_dir = run_training(overrides, out_dir, nproc, bundle=not no_bundle)
+    click.echo(f"run folder: {out_dir}")
+
+
+def run_training(overrides: dict[str, str], out_dir: Path | None = None, nproc: int | None = None,
+                 bundle: bool = True, quiet: bool = False) -> Path:
+    """Check the input, bundle train_gpt.py into the run folder, run it; returns the run folder.
+
+    `overrides` are settings by their env names and win over the environment. Bad input or a
+    failed run ends the command: PgolfError, or exit status 2 once the run printed its own line.
+    `quiet` discards the run's console output (train.log has every line); errors still show.
+    """
     # torch and libcst load only when a run starts, so `pgolf --help` stays quick.
     from pgolf_cli.bundle import write_bundle
     from trainer.distributed import REFERENCE_WORLD_SIZE
     from trainer.preflight import preflight
 
-    if list_settings:
-        click.echo(_settings_table())
-        return
-    overrides = _overrides(settings, preset=preset, seed=seed, data_dir=data_dir)
     try:
         cfg = load_config(os.environ, overrides)
         preflight(cfg)
@@ -84,7 +96,7 @@ def train_command(preset, settings, seed, data_dir, out_dir, nproc, no_bundle, l
     if (out_dir / "train.log").exists():
         raise PgolfError(f"{out_dir} already holds a run (train.log); choose another --out")
     out_dir.mkdir(parents=True, exist_ok=True)
-    if no_bundle:
+    if not bundle:
         target = ["-m", "trainer"]
     else:
         write_bundle(out_dir / "train_gpt.py")
@@ -93,9 +105,10 @@ def train_command(preset, settings, seed, data_dir, out_dir, nproc, no_bundle, l
     if nproc > 1:
         launcher += ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
     env = {**os.environ, **overrides, "OUT_DIR": str(out_dir.resolve()), "RUN_ID": cfg.run_id}
-    status = subprocess.run(launcher + target, env=env).returncode
+    stdout = subprocess.DEVNULL if quiet else None
+    status = subprocess.run(launcher + target, env=env, stdout=stdout).returncode
     if status == 2:  # bad input: the run printed its one line
         raise click.exceptions.Exit(2)
     if status != 0:
         raise PgolfError(f"training stopped with exit status {status}; see {out_dir / 'train.log'}")
-    click.echo(f"run folder: {out_dir}")
+    return out_dir
