@@ -10,7 +10,7 @@ from audits import __version__
 from audits.submission import InputError
 from pgolf_cli.audit_cmd import audit_command
 from pgolf_cli.data_cmd import data_group
-from pgolf_cli.errors import PgolfError
+from pgolf_cli.demo_cmd import demo_command
 from pgolf_cli.package_cmd import package_command
 from pgolf_cli.review_cmd import review_command
 from pgolf_cli.train_cmd import train_command
@@ -29,22 +29,12 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj = {"debug": debug}
 
 
-def _not_built(name: str, what: str) -> click.Command:
-    @click.command(name, help=f"{what} (not built yet).", context_settings={"ignore_unknown_options": True})
-    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-    def command(args) -> None:
-        raise PgolfError(f"`pgolf {name}` is not built yet in this version")
-
-    return command
-
-
 cli.add_command(audit_command)
 cli.add_command(package_command)
 cli.add_command(review_command)
 cli.add_command(train_command)
 cli.add_command(data_group)
-for _name, _what in (("demo", "Run the whole loop on the embedded sample corpus"),):
-    cli.add_command(_not_built(_name, _what))
+cli.add_command(demo_command)
 
 
 def main() -> None:

@@ -74,7 +74,6 @@ def test_strict_and_waive_from_the_command_line(tmp_path):
     (["audit", "x", "--waive", "FOLDER_NAME"], "no reason"),
     (["audit", "x", "--baseline-bpb", "fast"], "not a number"),
     (["audit", "--explain", "NOPE"], "unknown rule"),
-    (["demo"], "not built yet"),
 ])
 def test_usage_errors_exit_2_with_one_line(args, message):
     result = CliRunner().invoke(cli, args)

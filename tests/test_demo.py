@@ -1,0 +1,112 @@
+"""`pgolf demo` end to end on CPU (data, two seeds, package, audit, review); the packaged
+train_gpt.py rerun from inside its records folder; bad input refused in one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from audits.logparse import ParsedLog, parse_log
+from pgolf_cli.main import cli
+from runfolders import tree
+from trainer_support import SETTING_NAMES
+
+SECONDS = 5  # each seed's cap: short, and still several steps before the warmdown starts
+RERUN_STEPS = 20  # a step-counted rerun: steps 1-5 run at the full learning rate (4/20 < 0.28)
+# One thread: the fastest for the tiny model on a small machine, and the same in both runs.
+THREADS = {"OMP_NUM_THREADS": "1"}
+FILES = ["README.md", "loss_curves.png", "requirements.txt", "review.md", "submission.json",
+         "train_gpt.py", "train_seed314.log", "train_seed42.log"]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """One demo run, shared: the result, the --out folder and the records folder."""
+    out = tmp_path_factory.mktemp("demo") / "pgolf-demo"
+    env = {**{name: None for name in SETTING_NAMES}, **THREADS}  # no stray trainer settings
+    args = ["demo", "--out", str(out), "--seconds", str(SECONDS)]
+    result = CliRunner().invoke(cli, args, env=env, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    [folder] = (out / "records" / "track_non_record_16mb").iterdir()
+    return result, out, folder
+
+
+def test_demo_writes_an_audited_and_reviewed_records_folder(demo):
+    result, out, folder = demo
+    assert sorted(p.name for p in folder.iterdir()) == FILES
+    assert sorted(p.name for p in (out / "runs").iterdir()) == ["seed314", "seed42"]
+    data = json.loads((folder / "submission.json").read_text())
+    assert data["track"] == "non_record_16mb" and data["seeds"] == [42, 314]
+    assert data["compliance"]["verdict"] == "PASS"
+    review = (folder / "review.md").read_text()
+    assert review.startswith("**pgolf review: PASS**") and ": 0 FAIL, 0 WARN," in review
+    assert "SMOKE_TEST_PASS" in review
+    # The sample corpus is not FineWeb, so the validation split's coverage is noted, not judged.
+    assert "validation tokens on a dataset pgolf does not know" in review
+    # review.md is what `pgolf review` prints for the folder, review.md included.
+    assert CliRunner().invoke(cli, ["review", str(folder)]).output == review
+    summary = result.output.splitlines()
+    assert any(line.startswith("submission") and line.endswith("PASS") for line in summary)
+    assert f"records: {folder}" in summary and f"review:  {folder / 'review.md'}" in summary
+
+
+def unclocked_losses(log: ParsedLog) -> list[float]:
+    """The first logged train losses the wallclock cap cannot have changed.
+
+    Under a cap the warmdown starts, and later the loops switch on, once the training time passes
+    a fraction of the cap, so the loss of step k matches a step-counted run while the time after
+    step k-1 is below (1 - WARMDOWN_FRAC) of the cap. Steps 1 to 5 are each logged."""
+    hp = {name: float(log.hparams[name].value)
+          for name in ("max_wallclock_seconds", "gptq_reserve_seconds", "warmdown_frac")}
+    full_lr_ms = (1000 * (hp["max_wallclock_seconds"] - hp["gptq_reserve_seconds"])
+                  * (1 - hp["warmdown_frac"]))
+    losses, before_ms = [], 0.0
+    for step in log.steps[:5]:
+        if before_ms >= full_lr_ms:
+            break
+        losses.append(step.train_loss)
+        before_ms = step.train_time_ms
+    return losses
+
+
+def test_packaged_script_reruns_its_logs_first_steps(demo, tmp_path):
+    _, _, folder = demo
+    packaged = parse_log((folder / "train_seed42.log").read_text())
+    hp = {name: str(value.value) for name, value in packaged.hparams.items()}
+    # What the demo set for the run, read back from its log's Hyperparameters block as the
+    # README's reproduction section asks; then a step count instead of the clock, and no export.
+    env = {k: v for k, v in os.environ.items() if k not in SETTING_NAMES}
+    env.update(THREADS, PRESET=hp["preset"], SEED=hp["seed"], DATA_PATH=hp["data_path"],
+               TOKENIZER_PATH=hp["tokenizer_path"], MAX_WALLCLOCK_SECONDS="0",
+               ITERATIONS=str(RERUN_STEPS), PREQUANT_ONLY="1", OUT_DIR=str(tmp_path))
+    before = tree(folder)
+    done = subprocess.run([sys.executable, "train_gpt.py"], cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert tree(folder) == before
+    rerun = parse_log((tmp_path / "train.log").read_text())
+    expected = unclocked_losses(packaged)
+    assert len(expected) >= 2  # step 2 unless step 1 alone took 28% of the cap
+    assert [s.train_loss for s in rerun.steps[:len(expected)]] == expected
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--out", "{busy}"], "--out {busy} is not empty; give a new or empty folder, or add --force"),
+    (["--out", "{file}"], "--out {file} is a file"),
+    (["--out", "{new}", "--seconds", "0"], "--seconds 0 is not a training time"),
+])
+def test_bad_input_stops_in_one_line_and_writes_nothing(tmp_path, args, message):
+    paths = {"busy": tmp_path / "busy", "file": tmp_path / "file", "new": tmp_path / "new"}
+    paths["busy"].mkdir()
+    (paths["busy"] / "notes.txt").write_text("mine\n")
+    paths["file"].write_text("mine\n")
+    before = tree(tmp_path)
+    result = CliRunner().invoke(cli, ["demo", *(a.format(**paths) for a in args)])
+    assert result.exit_code == 2
+    assert message.format(**paths) in result.output and result.output.count("\n") == 1
+    assert tree(tmp_path) == before
