@@ -50,6 +50,12 @@ def test_demo_writes_an_audited_and_reviewed_records_folder(demo):
     assert "validation tokens on a dataset pgolf does not know" in review
     # review.md is what `pgolf review` prints for the folder, review.md included.
     assert CliRunner().invoke(cli, ["review", str(folder)]).output == review
+    # The reproduction command sets what the demo changed, with the data under ./data/.
+    readme = (folder / "README.md").read_text()
+    assert "From this folder, on a CPU" in readme
+    assert (f"  PRESET=tiny MAX_WALLCLOCK_SECONDS={float(SECONDS)} ITERATIONS=20000 "
+            "DATA_PATH=./data/datasets/kjv_sp1024 TOKENIZER_PATH=./data/tokenizers/kjv_1024_bpe.model "
+            "SEED=$SEED python train_gpt.py") in readme
     summary = result.output.splitlines()
     assert any(line.startswith("submission") and line.endswith("PASS") for line in summary)
     assert f"records: {folder}" in summary and f"review:  {folder / 'review.md'}" in summary

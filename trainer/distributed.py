@@ -59,8 +59,14 @@ def start(d: Dist, device: torch.device) -> None:
         dist.init_process_group("gloo")
 
 
-def stop() -> None:
+def stop(finished: bool = False) -> None:
+    """Leave the process group. After a finished run every rank meets at a barrier first, so
+    none tears its connections down while another is still talking to it (a rank that did
+    could abort at exit after a good run). After an error there is no barrier: a crashed rank
+    would never arrive."""
     if dist.is_available() and dist.is_initialized():
+        if finished:
+            dist.barrier()
         dist.destroy_process_group()
 
 

@@ -50,13 +50,15 @@ def main() -> None:
         fail(exc)
     device = pick_device(dist)
     start(dist, device)
+    finished = False
     try:
         run_training(cfg, dist, device, data)
+        finished = True
     except TrainerError as exc:
         fail(exc)
     finally:
         close_log()
-        stop()
+        stop(finished)
 
 
 def fail(exc: TrainerError) -> None:

@@ -79,7 +79,9 @@ def eval_ttt(model: nn.Module, tokens: Tensor, target_bytes: TargetBytes, *, seq
     """(val_loss, val_bpb) of score-first TTT over the whole stream. Modifies `model` in place."""
     check_length(tokens.numel(), seq_len)
     chunks = chunk_bounds(tokens.numel() - 1, chunk_tokens)
-    logits_fn, loss_fn = logits_fn or model.forward_logits, loss_fn or model
+    # `is None`, not `or`: a compiled module has no truth value (it raises on len()).
+    logits_fn = model.forward_logits if logits_fn is None else logits_fn
+    loss_fn = model if loss_fn is None else loss_fn
     opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=lr, momentum=momentum)
     rank, size = rank_and_world()
     tally = Tally.zeros(tokens.device)

@@ -7,6 +7,7 @@ runs' logs and the audit of the folder; nothing is typed in by hand.
 from __future__ import annotations
 
 import importlib.resources
+import shlex
 import string
 
 from audits import __version__, catalogue
@@ -18,6 +19,7 @@ from pgolf_cli.packaging.code import ShippedCode
 from pgolf_cli.packaging.plot import PLOT_NAME
 from pgolf_cli.packaging.request import PackageRequest
 from pgolf_cli.packaging.runs import Run
+from pgolf_cli.packaging.settings import changed_settings, run_device
 from pgolf_cli.packaging.submission_json import log_name
 
 TRACK_LABEL = {"10min_16mb": "Record-track (10 minutes, 16 MB)", "non_record_16mb": "Non-record (16 MB)"}
@@ -122,19 +124,31 @@ def significance(report: SubmissionReport, options: AuditOptions) -> str:
 
 def reproduce(runs: list[Run]) -> str:
     p = runs[0].log
-    world = p.world_size.value if p.world_size is not None else len(p.gpus) or 8
-    seeds = " ".join(str(run.seed) for run in runs)
+    device = run_device(runs[0].log_bytes.decode("utf-8", errors="replace"))
+    world = device[1] if device else (p.world_size.value if p.world_size is not None else 8)
+    on_cpu = device is not None and device[0].startswith("cpu")
+    where = "a CPU" if on_cpu else f"{world} GPU{'s' if world != 1 else ''}"
     data = f" with the `{p.dataset.value}` data under `./data/`" if p.dataset is not None else ""
-    return "\n".join([
-        f"From this folder, on {world} GPUs{data}:", "",
-        "```bash", "pip install -r requirements.txt",
-        f"for SEED in {seeds}; do",
-        f"  SEED=$SEED torchrun --standalone --nproc_per_node={world} train_gpt.py",
-        "done", "```", "",
-        "Every other setting is the script's default. The Hyperparameters block each log prints "
-        "is what the run resolved (below); pgolf does not yet compare it with the trainer's preset "
-        "defaults, so if a run set a variable in its environment, set it here too.",
-    ])
+    changed, unknown = changed_settings({k: str(v.value) for k, v in p.hparams.items()})
+    env = "".join(f"{name}={shlex.quote(value)} " for name, value in changed.items())
+    launcher = ("python train_gpt.py" if world == 1
+                else f"torchrun --standalone --nproc_per_node={world} train_gpt.py")
+    seeds = " ".join(str(run.seed) for run in runs)
+    out = [f"From this folder, on {where}{data}:", "",
+           "```bash", "pip install -r requirements.txt",
+           f"for SEED in {seeds}; do",
+           f"  {env}SEED=$SEED {launcher}",
+           "done", "```", ""]
+    if changed:
+        out.append("The settings before `SEED` are those the logs show differ from the defaults of "
+                   "the run's preset (below); every other setting is the script's default.")
+    else:
+        out.append("Every setting is the script's default, as the logs show (below).")
+    if unknown:
+        out.append("")
+        out.append("The logs also name settings this pgolf does not know (a run of another "
+                   "version?), not compared: " + ", ".join(f"`{k}`" for k in unknown) + ".")
+    return "\n".join(out)
 
 
 def code_section(runs: list[Run], code: ShippedCode, data: dict) -> str:
@@ -172,8 +186,8 @@ def hyperparameters(runs: list[Run]) -> str:
             out.append(f"- `{k}`: " + ", ".join(f"seed {s}: `{b.get(k, '(absent)')}`"
                                                  for s, b in blocks.items()))
         out.append("")
-    out.append("pgolf does not yet compare these with the trainer's preset defaults, so the whole "
-               f"block of the seed-{runs[0].seed} log is listed (`seed` and `run_id` differ per run).")
+    out.append(f"The whole block of the seed-{runs[0].seed} log (`seed` and `run_id` differ per "
+               "run); Reproduce sets the ones that differ from the preset's defaults.")
     out.append("")
     out.append("<details><summary>Hyperparameters block</summary>")
     out.append("")
