@@ -211,7 +211,7 @@ def main() -> None:
     run_dir = args.run
     if run_dir is None:
         train_h200.prepare_data(args.corpus, args.work / "data")
-        run_dir = args.work / "run"  # the checkpoint is too large to come back from $OUT
+        run_dir = args.work / "run"  # the checkpoint is too large to keep with the results
         run_dir.mkdir(parents=True, exist_ok=True)
         train_h200.train(args.work / "data", run_dir, args.seconds, warmup_steps=10)
     device = torch.device("cuda", 0)

@@ -53,7 +53,7 @@ def test_demo_writes_an_audited_and_reviewed_records_folder(demo):
     # The reproduction command sets what the demo changed, with the data under ./data/.
     readme = (folder / "README.md").read_text()
     assert "From this folder, on a CPU" in readme
-    assert (f"  PRESET=tiny MAX_WALLCLOCK_SECONDS={float(SECONDS)} ITERATIONS=20000 "
+    assert (f"  PRESET=tiny ITERATIONS=20000 MAX_WALLCLOCK_SECONDS={float(SECONDS)} "
             "DATA_PATH=./data/datasets/kjv_sp1024 TOKENIZER_PATH=./data/tokenizers/kjv_1024_bpe.model "
             "SEED=$SEED python train_gpt.py") in readme
     summary = result.output.splitlines()

@@ -329,6 +329,11 @@ def _tamper(runs, tmp_path, case):
     elif case == "crashed log":
         lines = (b / "train.log").read_text().splitlines(keepends=True)
         (b / "train.log").write_text("".join(lines[:40]))
+    elif case == "crashed while evaluating":  # as a TTT phase that raised: the scores before it stay
+        lines = (b / "train.log").read_text().splitlines(keepends=True)
+        end = next(i for i, line in enumerate(lines) if line.startswith(("ttt:", "quantized_ttt",
+                                                                          "total_eval_time")))
+        (b / "train.log").write_text("".join(lines[:end]))
     elif case == "nan loss":
         runfolders.write_run(b, 314, nan_at_step=2000)
     elif case == "train over budget":
@@ -360,6 +365,7 @@ BAD = {
     "different code": "ran different code from",
     "script is not the one that ran": "is not the file that ran",
     "crashed log": "without a final val_bpb line",
+    "crashed while evaluating": "before its evaluation finished",
     "nan loss": "train_loss is nan",
     "train over budget": "TRAIN_OVER_BUDGET",
     "eval over budget": "EVAL_OVER_BUDGET",

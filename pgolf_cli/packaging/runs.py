@@ -81,6 +81,11 @@ def load_run(path: Path) -> Run:
     if log.code_sha256 is None:
         raise PackageError(f"{where} names no code_sha256, so the code that ran is unknown; rerun "
                            "with `pgolf train`, which logs it")
+    if log.total_eval_time_ms is None:
+        # pgolf's trainer ends every evaluation with this line: without it a phase (TTT, say)
+        # crashed, and the last score in the log is not the run's.
+        raise PackageError(f"{where} ends at line {log.line_count} before its evaluation finished "
+                           "(no total_eval_time line): the run crashed while evaluating; rerun it")
     actual = hashlib.sha256(script).hexdigest()
     if actual != log.code_sha256.value:
         raise PackageError(f"{label}/{RUN_SCRIPT} is not the file that ran: its SHA-256 is "
