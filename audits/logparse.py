@@ -49,6 +49,7 @@ _TORCH = re.compile(r"^Running PyTorch (\S+)")
 _GPU = re.compile(r"^\|\s+\d+\s+(NVIDIA [A-Za-z0-9 ]+?)\s{2,}")
 _PEAK = re.compile(r"^peak memory allocated:\s*(\d+)\s*MiB(?:\s+reserved:\s*(\d+)\s*MiB)?")
 _WORLD = re.compile(r"^world_size:(\d+)")
+_DEVICE = re.compile(r"^device: (.+) x(\d+)$")  # pgolf's trainer: "device: NVIDIA H200 x4"
 _DATASET = re.compile(r"fineweb10B_(sp\d+|byte\d+)(_[A-Za-z0-9_]*caseops[A-Za-z0-9_]*)?", re.I)
 
 _DIAGNOSTIC_NAMES = ("pre-quant", "pre_quant", "prequant", "diagnostic", "post_ema", "post-ema")
@@ -132,6 +133,7 @@ class ParsedLog:
     torch_version: Value | None = None
     gpus: list[Value] = dataclasses.field(default_factory=list)
     world_size: Value | None = None
+    device: Value | None = None  # pgolf's logs: the device name, "cpu (x86_64)" on a CPU
     peak_memory_mib: Value | None = None
 
     # ---- derived figures --------------------------------------------------------------------
@@ -422,6 +424,10 @@ def _on_code_minified_sha(log, m, n, line):
     log.code_minified_sha256 = Value(m.group(1), n, line)
 
 
+def _on_device(log, m, n, line):
+    log.device = Value(m.group(1), n, line)
+
+
 def _on_python(log, m, n, line):
     log.python_version = Value(m.group(1), n, line)
 
@@ -461,6 +467,7 @@ _HANDLERS = (
     (_CODE_SHA, _on_code_sha),
     (_CODE_MINIFIED_SHA, _on_code_minified_sha),
     (_PYTHON, _on_python),
+    (_DEVICE, _on_device),
     (_TORCH, _on_torch),
     (_PEAK, _on_peak),
     (_WORLD, _on_world),

@@ -43,6 +43,7 @@ def test_demo_writes_an_audited_and_reviewed_records_folder(demo):
     data = json.loads((folder / "submission.json").read_text())
     assert data["track"] == "non_record_16mb" and data["seeds"] == [42, 314]
     assert data["compliance"]["verdict"] == "PASS"
+    assert data["hardware"].startswith("1x cpu")  # from the logs' `device:` line
     review = (folder / "review.md").read_text()
     assert review.startswith("**pgolf review: PASS**") and ": 0 FAIL, 0 WARN," in review
     assert "SMOKE_TEST_PASS" in review

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pgolf_cli.packaging.settings import changed_settings, run_device
+from audits.logparse import parse_log
+from pgolf_cli.packaging.settings import changed_settings
 from trainer.config import hyperparameter_lines, load_config
 
 
@@ -35,7 +36,7 @@ def test_settings_of_another_version_are_listed_not_compared():
     assert changed_settings(hp) == ({}, ["bigram_buckets"])
 
 
-def test_device_line():
-    assert run_device("seed:1\ndevice: NVIDIA H100 80GB HBM3 x8\n") == ("NVIDIA H100 80GB HBM3", 8)
-    assert run_device("device: cpu (x86_64) x1") == ("cpu (x86_64)", 1)
-    assert run_device("no device line") is None
+def test_the_device_line_is_parsed():
+    assert parse_log("seed:1\ndevice: NVIDIA H100 80GB HBM3 x8\n").device.value == "NVIDIA H100 80GB HBM3"
+    assert parse_log("device: cpu (x86_64) x1\n").device.value == "cpu (x86_64)"
+    assert parse_log("seed:1\n").device is None

@@ -19,7 +19,7 @@ from pgolf_cli.packaging.code import ShippedCode
 from pgolf_cli.packaging.plot import PLOT_NAME
 from pgolf_cli.packaging.request import PackageRequest
 from pgolf_cli.packaging.runs import Run
-from pgolf_cli.packaging.settings import changed_settings, run_device
+from pgolf_cli.packaging.settings import changed_settings
 from pgolf_cli.packaging.submission_json import log_name
 
 TRACK_LABEL = {"10min_16mb": "Record-track (10 minutes, 16 MB)", "non_record_16mb": "Non-record (16 MB)"}
@@ -124,9 +124,8 @@ def significance(report: SubmissionReport, options: AuditOptions) -> str:
 
 def reproduce(runs: list[Run]) -> str:
     p = runs[0].log
-    device = run_device(runs[0].log_bytes.decode("utf-8", errors="replace"))
-    world = device[1] if device else (p.world_size.value if p.world_size is not None else 8)
-    on_cpu = device is not None and device[0].startswith("cpu")
+    world = p.world_size.value if p.world_size is not None else 8
+    on_cpu = p.device is not None and p.device.value.startswith("cpu")
     where = "a CPU" if on_cpu else f"{world} GPU{'s' if world != 1 else ''}"
     data = f" with the `{p.dataset.value}` data under `./data/`" if p.dataset is not None else ""
     changed, unknown = changed_settings({k: str(v.value) for k, v in p.hparams.items()})

@@ -8,14 +8,12 @@ names gives the environment a reader must set: `PRESET=tiny MAX_WALLCLOCK_SECOND
 from __future__ import annotations
 
 import posixpath
-import re
 
 from trainer.config import env_name, fields, format_value, load_config
 from trainer.errors import TrainerError
 
 # Set per run by the command itself, or machine-specific: never part of the settings to copy.
 _PER_RUN = {"seed", "run_id", "out_dir", "data_dir", "data_path", "tokenizer_path"}
-_DEVICE = re.compile(r"^device: (.+) x(\d+)$", re.M)
 
 
 def changed_settings(hparams: dict[str, str]) -> tuple[dict[str, str], list[str]]:
@@ -53,9 +51,3 @@ def _data_paths(hparams: dict[str, str], defaults) -> dict[str, str]:
         if base != default:
             out[env_name(name)] = f"./data/{folder}/{base}"
     return out
-
-
-def run_device(log_text: str) -> tuple[str, int] | None:
-    """(device, process count) from pgolf's `device: NAME xN` line, e.g. ("cpu (x86_64)", 1)."""
-    m = _DEVICE.search(log_text)
-    return (m[1], int(m[2])) if m else None

@@ -85,7 +85,8 @@ def dumps(data: dict) -> str:
 
 
 def _number(value: float | int):
-    return int(value) if float(value).is_integer() else round(float(value), 3)
+    value = round(float(value), 3)  # seconds x 1000 can carry float noise: 64100.00000000001
+    return int(value) if value.is_integer() else value
 
 
 def _seed_row(run: Run) -> tuple[dict, dict[str, str]]:
@@ -122,6 +123,9 @@ def _code_source(runs: list[Run], bytes_code: int) -> str:
 
 
 def _hardware(p: ParsedLog) -> Value | None:
+    if not p.gpus and p.device is not None:  # pgolf's own `device: NAME xN` line
+        count = p.world_size.value if p.world_size is not None else 1
+        return Value(f"{count}x {p.device.value}", p.device.line, p.device.text)
     if not p.gpus:
         return None
     names = sorted({str(g.value) for g in p.gpus})
