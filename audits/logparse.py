@@ -21,8 +21,8 @@ _SOURCE_MARKER = re.compile(r"^\[embedded source removed: (\d+) lines, sha256/16
 _CODE_SHA = re.compile(r"^code_sha256:\s*([0-9a-f]{64})\b")
 _CODE_MINIFIED_SHA = re.compile(r"^code_minified_sha256:\s*([0-9a-f]{64})\b")
 
-_STEP_OLD = re.compile(rf"^step:(\d+)/(\d+)\s+(.*)$")
-_STEP_NEW = re.compile(rf"^(\d+)/(\d+)\s+(.*)$")
+_STEP_OLD = re.compile(r"^step:(\d+)/(\d+)\s+(.*)$")
+_STEP_NEW = re.compile(r"^(\d+)/(\d+)\s+(.*)$")
 _FIELD = re.compile(rf"([A-Za-z_/]+)[:=]\s*({NUM})(ms|m|s)?\b")
 
 _METRIC = re.compile(rf"^(?P<name>.*?)\s*\bval_loss[:=]\s*(?P<loss>{NUM})\s+val_bpb[:=]\s*(?P<bpb>{NUM})(?P<rest>.*)$")

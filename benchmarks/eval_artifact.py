@@ -15,13 +15,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from trainer.attention import activate_backend, choose_backend  # noqa: E402
-from trainer.bpb import build_byte_tables, load_tokenizer, target_bytes  # noqa: E402
+from trainer.bpb import target_bytes  # noqa: E402
 from trainer.config import load_config  # noqa: E402
-from trainer.data import load_validation_tokens  # noqa: E402
 from trainer.distributed import dist_from_env, start, stop  # noqa: E402
+from trainer.evaluate import load_validation  # noqa: E402
 from trainer.main import pick_device  # noqa: E402
-from trainer.model import GPT  # noqa: E402
+from trainer.model import build_model  # noqa: E402
 from trainer.preflight import preflight  # noqa: E402
 from trainer.scoring import evaluate_artifact  # noqa: E402
 
@@ -33,17 +32,12 @@ def main() -> None:
     device = pick_device(dist)
     start(dist, device)
     log = print if dist.is_main else (lambda _line: None)
-    tables = build_byte_tables(load_tokenizer(data.tokenizer, cfg.vocab_size), cfg.vocab_size).to(device)
-    tokens = load_validation_tokens(data.val, cfg.eval_seq_len).to(device).long()
-    model = GPT(cfg).to(device)
+    val = load_validation(cfg, data.val, data.tokenizer, device)
+    model, _ = build_model(cfg, device)
     # A run that trained past ENABLE_LOOPING_AT evaluates with the loops on, as this does.
     model.looping_active = bool(cfg.num_loops)
-    backend, _ = choose_backend(cfg.attn_backend, device, cfg.num_heads, cfg.num_kv_heads,
-                                cfg.model_dim // cfg.num_heads)
-    activate_backend(backend)
-    model.set_attention_backend(backend)
-    evaluate_artifact(cfg, model, Path(sys.argv[1]), tokens,
-                      lambda prev, tgt: target_bytes(tables, prev, tgt), log=log)
+    evaluate_artifact(cfg, model, Path(sys.argv[1]), val.tokens.to(device).long(),
+                      lambda prev, tgt: target_bytes(val.tables, prev, tgt), log=log)
     stop(finished=True)
 
 

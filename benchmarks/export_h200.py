@@ -36,14 +36,11 @@ import torch  # noqa: E402
 import train_h200  # noqa: E402  (data preparation and training, shared with the trainer's benchmark)
 from trainer.artifact import ArtifactTooLarge  # noqa: E402
 from trainer.errors import TrainerError  # noqa: E402
-from trainer.attention import activate_backend, choose_backend  # noqa: E402
-from trainer.bpb import build_byte_tables, load_tokenizer  # noqa: E402
 from trainer.config import load_config  # noqa: E402
-from trainer.data import load_validation_tokens  # noqa: E402
 from trainer.distributed import Dist  # noqa: E402
-from trainer.evaluate import ValidationSet  # noqa: E402
+from trainer.evaluate import load_validation  # noqa: E402
 from trainer.export import export_and_evaluate  # noqa: E402
-from trainer.model import GPT  # noqa: E402
+from trainer.model import GPT, build_model  # noqa: E402
 from trainer.preflight import preflight  # noqa: E402
 from trainer.runlog import close_log, open_log  # noqa: E402
 from trainer.runtime import Run  # noqa: E402
@@ -96,13 +93,8 @@ def load_run(run_dir: Path, out: Path, device: torch.device) -> tuple[Run, GPT, 
     cfg = load_config(env={}, overrides={**settings, **size_knobs, "OUT_DIR": str(out),
                                          "PREQUANT_ONLY": "0"})
     data = preflight(cfg)
-    tables = build_byte_tables(load_tokenizer(data.tokenizer, cfg.vocab_size), cfg.vocab_size)
-    val = ValidationSet(load_validation_tokens(data.val, cfg.eval_seq_len), tables.to(device))
-    model = GPT(cfg).to(device)
-    backend, _ = choose_backend(cfg.attn_backend, device, cfg.num_heads, cfg.num_kv_heads,
-                                cfg.model_dim // cfg.num_heads)
-    activate_backend(backend)
-    model.set_attention_backend(backend)
+    val = load_validation(cfg, data.val, data.tokenizer, device)
+    model, _ = build_model(cfg, device)
     model.load_state_dict(torch.load(run_dir / "final_model.pt", map_location=device))
     # The run ends with depth recurrence on once its fraction of the budget was reached.
     model.looping_active = "layer_loop:enabled" in text

@@ -30,11 +30,10 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
-from trainer.attention import activate_backend, choose_backend  # noqa: E402
 from trainer.config import load_config  # noqa: E402
 from trainer.distributed import Dist  # noqa: E402
 from trainer.evaluate import autocast  # noqa: E402
-from trainer.model import GPT  # noqa: E402
+from trainer.model import build_model  # noqa: E402
 from trainer.optim import build_optimizers  # noqa: E402
 
 KINDS = (("attention", ("cudnn", "flash", "fmha", "sdpa", "attn")),
@@ -116,17 +115,13 @@ def main() -> None:
     device = torch.device("cuda")
     torch.set_float32_matmul_precision("high")
     cfg = load_config({"PRESET": "record"})
-    model = GPT(cfg).to(device)
-    backend, why = choose_backend(cfg.attn_backend, device, cfg.num_heads, cfg.num_kv_heads,
-                                  cfg.model_dim // cfg.num_heads)
-    activate_backend(backend)
-    model.set_attention_backend(backend)
+    model, attention = build_model(cfg, device)
     net = torch.compile(model, dynamic=False, fullgraph=True)
     opts = build_optimizers(cfg, model, Dist())
     batches = make_batches(cfg, 8, device)
-    print(f"torch {torch.__version__}, {torch.cuda.get_device_name(device)}, attention {backend} ({why})")
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name(device)}, attention {attention}")
     print(f"residual stream dtype inside a block (eager, autocast): {residual_dtype(model, batches, device)}")
-    report = {"attention": backend}
+    report = {"attention": attention}
     for looping in (False, True):
         model.looping_active = looping
         label = "looping" if looping else "plain"

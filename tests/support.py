@@ -31,7 +31,7 @@ def record_log(seed: int, *, bpb: float = 1.08079352, loss: float = 2.79180191,
                complete: bool = True) -> str:
     """A log shaped like the 2026-04-09 record's, with the given figures."""
     lines = ["Hyperparameters:", f"  datasets_dir: ./data/datasets/{dataset}", f"  seed: {seed}",
-             "  world_size: 8", f"train_shards: 128", f"val_tokens: {val_tokens}", "model_params:35944536"]
+             "  world_size: 8", "train_shards: 128", f"val_tokens: {val_tokens}", "model_params:35944536"]
     if code_sha256:
         lines.append(f"code_sha256: {code_sha256}")
     if reserve_s is not None:

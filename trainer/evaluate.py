@@ -11,12 +11,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+from pathlib import Path
 
 import torch
 import torch.nn as nn
 
-from trainer.bpb import ByteTables, target_bytes
+from trainer.bpb import ByteTables, build_byte_tables, load_tokenizer, target_bytes
 from trainer.config import Config
+from trainer.data import load_validation_tokens
 from trainer.distributed import Dist, all_reduce
 
 
@@ -28,6 +30,13 @@ class ValidationSet:
     @property
     def num_targets(self) -> int:
         return self.tokens.numel() - 1
+
+
+def load_validation(cfg: Config, val_files: list[Path], tokenizer: Path,
+                    device: torch.device) -> ValidationSet:
+    """Every validation token in order, with the byte tables of the run's tokenizer on `device`."""
+    tables = build_byte_tables(load_tokenizer(tokenizer, cfg.vocab_size), cfg.vocab_size)
+    return ValidationSet(load_validation_tokens(val_files, cfg.eval_seq_len), tables.to(device))
 
 
 def autocast(device: torch.device) -> contextlib.AbstractContextManager:

@@ -16,14 +16,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from trainer.attention import activate_backend, choose_backend
-from trainer.bpb import build_byte_tables, load_tokenizer
 from trainer.config import Config, load_config
-from trainer.data import load_validation_tokens
 from trainer.distributed import Dist, dist_from_env, start, stop
 from trainer.errors import TrainerError
-from trainer.evaluate import ValidationSet
-from trainer.model import GPT
+from trainer.evaluate import load_validation
+from trainer.model import build_model
 from trainer.preflight import DataFiles, preflight
 from trainer.progress import start_progress
 from trainer.runlog import close_log, log, log_run_header, open_log
@@ -93,17 +90,12 @@ def run_training(cfg: Config, dist: Dist, device: torch.device, data: DataFiles)
         log(f"world_size:{dist.world_size} grad_accum_steps:{dist.grad_accum_steps}")
         log(f"seed:{cfg.seed}")
         seed_everything(cfg.seed)
-        tables = build_byte_tables(load_tokenizer(data.tokenizer, cfg.vocab_size), cfg.vocab_size)
-        val = ValidationSet(load_validation_tokens(data.val, cfg.eval_seq_len), tables.to(device))
+        val = load_validation(cfg, data.val, data.tokenizer, device)
         log(f"train_shards: {len(data.train)}")
         log(f"train_tokens: {data.train_tokens}")
         log(f"val_tokens: {val.num_targets}")
-        model = GPT(cfg).to(device)
-        backend, why = choose_backend(cfg.attn_backend, device, cfg.num_heads, cfg.num_kv_heads,
-                                      cfg.model_dim // cfg.num_heads)
-        activate_backend(backend)
-        model.set_attention_backend(backend)
-        log(f"attention:{backend} ({why})")
+        model, attention = build_model(cfg, device)
+        log(f"attention:{attention}")
         log(f"model_params:{sum(p.numel() for p in model.parameters())}")
         run = Run(cfg=cfg, dist=dist, device=device, data=data, val=val, out_dir=out_dir,
                   code_path=CODE_PATH)

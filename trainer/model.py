@@ -20,7 +20,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from trainer.attention import causal_attention
+from trainer.attention import activate_backend, causal_attention, choose_backend
 from trainer.config import Config
 
 
@@ -242,3 +242,14 @@ class GPT(nn.Module):
         head = self.tok_emb.weight if self.lm_head is None else self.lm_head.weight
         logits = F.linear(x, head.to(x.dtype))
         return self.logit_softcap * torch.tanh(logits / self.logit_softcap)
+
+
+def build_model(cfg: Config, device: torch.device) -> tuple[GPT, str]:
+    """The model on `device`, with the attention kernel chosen for it there and activated;
+    returns it and the choice as the log states it, `backend (why)`."""
+    model = GPT(cfg).to(device)
+    backend, why = choose_backend(cfg.attn_backend, device, cfg.num_heads, cfg.num_kv_heads,
+                                  cfg.model_dim // cfg.num_heads)
+    activate_backend(backend)
+    model.set_attention_backend(backend)
+    return model, f"{backend} ({why})"

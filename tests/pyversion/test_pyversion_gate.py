@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import pyversion_oracle
+from oracle310_judges import judge_name
 from audits import pyversion
 from audits.stdlib_api import ADDED
 
@@ -132,31 +133,10 @@ def test_stdlib_table_against_cpython_310():
 
 
 def test_stdlib_table_against_this_python():
-    import builtins
-    import importlib
-
-    def present(name):
-        parts = name.split(".")
-        if len(parts) == 1 and hasattr(builtins, name):
-            return True
-        for i in range(len(parts), 0, -1):
-            try:
-                obj = importlib.import_module(".".join(parts[:i]))
-                break
-            except ImportError:
-                continue
-        else:
-            return False
-        for attr in parts[i:]:
-            if not hasattr(obj, attr):
-                return False
-            obj = getattr(obj, attr)
-        return True
-
     host = sys.version_info[:2]
-    missing = [name for name, needs in ADDED.items() if needs <= host and not present(name)]
+    missing = [name for name, needs in ADDED.items() if needs <= host and not judge_name(name)]
     assert missing == []
-    unexpected = [name for name, needs in ADDED.items() if needs > host and present(name)]
+    unexpected = [name for name, needs in ADDED.items() if needs > host and judge_name(name)]
     assert unexpected == []
 
 
