@@ -14,7 +14,8 @@ submission ships), built where pgolf is installed and copied next to the corpus.
      train.log, the artifact and the run's stdout to $OUT (or --out) with summary.json and
      summary.md: steps, ms/step, tokens/s per GPU, peak memory, train and eval times per phase,
      artifact bytes and val_bpb at each stage.
-The launch is detached (its own process session) because training plus evaluation outlasts one
+`summarize --log LOG --tflops RATE` prints the summary of a kept log again, with MFU against
+RATE. The launch is detached (its own process session) because training plus evaluation outlasts one
 10-minute command on the GPU machine: `start` returns once training is under way.
 """
 
@@ -33,7 +34,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-import train_h200  # noqa: E402  (the shared data preparation)
+import train_h200  # noqa: E402  (the shared data preparation and matmul rate)
+from trainer.config import load_config  # noqa: E402
+from trainer.flops import step_flops  # noqa: E402
 
 ARTIFACT = "final_model.pga"
 
@@ -92,14 +95,16 @@ def wait(args) -> None:
             shutil.copy(run / name, args.out / name)
     if not (run / "train.log").is_file():
         raise SystemExit("the run wrote no train.log; see stdout.txt")
-    summary = summarize((run / "train.log").read_text())
+    # The run has ended, so the GPU is free to measure its matmul rate, the MFU denominator.
+    summary = summarize((run / "train.log").read_text(), train_h200.matmul_tflops())
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     text = "\n".join(f"- {k}: {v}" for k, v in summary.items()) + "\n"
     (args.out / "summary.md").write_text(text)
     print("\n" + text)
 
 
-def summarize(log: str) -> dict:
+def summarize(log: str, tflops: float) -> dict:
+    """The run's figures from its log; MFU against `tflops` per GPU (bf16 matmul, measured)."""
     def grab(pattern: str, cast=str):
         m = re.search(pattern, log, re.M)
         return cast(m[1]) if m else None
@@ -122,6 +127,15 @@ def summarize(log: str) -> dict:
               for m in re.finditer(r"^(quantized\w*) val_loss:\S+ val_bpb:(\S+) eval_time:(\d+)ms",
                                    log, re.M)}
     tokens = grab(r"^  train_batch_tokens: (\d+)$", int)
+    # FLOPs of the preset's model (settings given on top of the preset are not read back).
+    cfg = load_config({"PRESET": grab(r"^  preset: (\S+)$") or "record"})
+    flops_plain, flops_loop = step_flops(cfg, False), step_flops(cfg, True)
+    peak = world * tflops * 1e12 if world else float("nan")
+
+    def mfu(flops: float, ms: float | None) -> float | None:
+        return flops / (ms / 1000) / peak if ms else None
+
+    total_flops = (switch or last) * flops_plain + (last - (switch or last)) * flops_loop
     return {
         "device": grab(r"^device: (.*)$"), "world_size": world,
         "grad_accum_steps": grab(r"grad_accum_steps:(\d+)", int),
@@ -130,6 +144,10 @@ def summarize(log: str) -> dict:
         "ms_per_step_avg": train_ms / last if last else None,
         "ms_per_step_before_loop": before, "ms_per_step_after_loop": after,
         "tokens_per_s_per_gpu_avg": tokens / (train_ms / last) * 1000 / world if last else None,
+        "tokens_per_s_per_gpu_before_loop": tokens / before * 1000 / world if before else None,
+        "measured_bf16_tflops_per_gpu": tflops,
+        "mfu_before_loop": mfu(flops_plain, before), "mfu_after_loop": mfu(flops_loop, after),
+        "mfu_avg": total_flops / (train_ms / 1000) / peak if last else None,
         "peak_memory": grab(r"^peak memory allocated: (.*)$"),
         "val_bpb_pre_quant_ema": grab(r"^pre-quantization post-ema val_loss:\S+ val_bpb:(\S+)", float),
         "gptq": grab(r"^GPTQ:(.*)$"), "quantize": grab(r"^quantize:(.*)$"),
@@ -147,7 +165,7 @@ def summarize(log: str) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("action", choices=["start", "wait"])
+    ap.add_argument("action", choices=["start", "wait", "summarize"])
     ap.add_argument("--bundle", type=Path, default=REPO / ".gpu" / "full" / "train_gpt.py")
     ap.add_argument("--corpus", type=Path, default=REPO / ".gpu" / "corpus")
     ap.add_argument("--work", type=Path, default=Path("/tmp/pgolf_full"))
@@ -157,8 +175,13 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="A trainer setting for the run; repeatable.")
     ap.add_argument("--wait", type=float, default=540.0, help="Seconds `wait` follows the run.")
+    ap.add_argument("--log", type=Path, help="summarize: the train.log to read again.")
+    ap.add_argument("--tflops", type=float, help="summarize: the bf16 matmul rate per GPU.")
     args = ap.parse_args()
-    start(args) if args.action == "start" else wait(args)
+    if args.action == "summarize":  # a kept log, anywhere: no GPU needed
+        print(json.dumps(summarize(args.log.read_text(), args.tflops), indent=2))
+    else:
+        start(args) if args.action == "start" else wait(args)
 
 
 if __name__ == "__main__":
