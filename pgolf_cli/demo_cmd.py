@@ -27,6 +27,7 @@ from audits.report.review import render_review
 from pgolf_cli.console import write_atomic
 from pgolf_cli.data_cmd import split_summary
 from pgolf_cli.errors import PgolfError
+from pgolf_cli.package_cmd import finding_lines, severity_counts
 from pgolf_cli.packaging import PackageError, PackageRequest, PackageResult, package
 from pgolf_cli.review_cmd import review_audit
 from pgolf_cli.train_cmd import run_training
@@ -156,16 +157,9 @@ def _review(folder: Path) -> AuditReport:
 def _verdict(report: AuditReport) -> str:
     """PASS/WARN/FAIL with the count of each severity, then every finding above INFO."""
     sub = report.submissions[0]
-    active = [f for f in sub.findings if f.waived is None]
-    counts = ", ".join(f"{sum(1 for f in active if f.severity == s)} {s}"
-                       for s in reversed(Severity))
-    lines = [f"{sub.verdict()} ({counts})"]
-    for f in active:
-        if f.severity > Severity.INFO:
-            where = f" {f.location()}" if f.location() else ""
-            lines.append(f"{'':11}{f.severity} {f.rule}{where}: {f.message}")
-    lines += [f"{'':11}ERROR {error}" for error in sub.errors]
-    return "\n".join(lines)
+    counts = severity_counts(sub)
+    head = f"{sub.verdict()} ({', '.join(f'{counts[s]} {s}' for s in reversed(Severity))})"
+    return "\n".join([head] + finding_lines(sub, " " * 11))
 
 
 def _summary(result: PackageResult, review: AuditReport, out: Path, runs: list[Path]) -> None:
