@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch._inductor.config as inductor_config
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -49,19 +50,28 @@ class Rotary(nn.Module):
         super().__init__()
         self.rope_dims, self.base, self.train_seq_len = rope_dims, base, train_seq_len
         inv_freq = 1.0 / base ** (torch.arange(0, rope_dims, 2, dtype=torch.float32) / rope_dims)
-        self.register_buffer("inv_freq", inv_freq, persistent=False)
+        # Built once: computed inside the compiled forward, the tables were fused into every q/k
+        # kernel and cos/sin recomputed per element in both passes (~35 ms of an 800 ms step).
+        cos, sin = rope_tables(train_seq_len, inv_freq)
+        self.register_buffer("cos", cos, persistent=False)
+        self.register_buffer("sin", sin, persistent=False)
 
     def forward(self, seq_len: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-        inv_freq = self.inv_freq
-        if seq_len > self.train_seq_len and self.rope_dims > 2:
-            # Longer than training: stretch the base (NTK-aware scaling), as the records' Rotary.
-            rd = self.rope_dims
-            base = self.base * (seq_len / self.train_seq_len) ** (rd / (rd - 2))
-            inv_freq = 1.0 / base ** (torch.arange(0, rd, 2, dtype=torch.float32, device=device) / rd)
-        # Positions in fp32: the records built them in the model's bf16, which rounds positions
-        # above 256 to a multiple of 2 or more.
-        freqs = torch.outer(torch.arange(seq_len, dtype=torch.float32, device=device), inv_freq)
-        return freqs.cos()[None, :, None, :], freqs.sin()[None, :, None, :]  # (1, T, 1, rd/2)
+        if seq_len <= self.train_seq_len:
+            return self.cos[:, :seq_len], self.sin[:, :seq_len]
+        # Longer than training: stretch the base (NTK-aware scaling), as the records' Rotary.
+        rd = self.rope_dims
+        base = self.base * (seq_len / self.train_seq_len) ** (rd / (rd - 2)) if rd > 2 else self.base
+        inv_freq = 1.0 / base ** (torch.arange(0, rd, 2, dtype=torch.float32, device=device) / rd)
+        return rope_tables(seq_len, inv_freq)
+
+
+def rope_tables(seq_len: int, inv_freq: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin (1, T, 1, rd/2), fp32. Positions in fp32: the records built them in the
+    model's bf16, which rounds positions above 256 to a multiple of 2 or more."""
+    positions = torch.arange(seq_len, dtype=torch.float32, device=inv_freq.device)
+    freqs = torch.outer(positions, inv_freq)
+    return freqs.cos()[None, :, None, :], freqs.sin()[None, :, None, :]
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -245,8 +255,12 @@ class GPT(nn.Module):
 
 
 def build_model(cfg: Config, device: torch.device) -> tuple[GPT, str]:
-    """The model on `device`, with the attention kernel chosen for it there and activated;
-    returns it and the choice as the log states it, `backend (why)`."""
+    """The model on `device`, with the attention kernel chosen for it there and activated and
+    the compiler set for it; returns it and the kernel as the log states it, `backend (why)`."""
+    # Inductor's mix-order reductions fused the backward of a block's per-channel gains, a
+    # norm and a skip gate into one kernel with ten accumulators per row block: 6.3 ms per
+    # micro-batch on an H200 where separate kernels take about 0.5 (docs/benchmarks.md).
+    inductor_config.triton.mix_order_reduction = False
     model = GPT(cfg).to(device)
     backend, why = choose_backend(cfg.attn_backend, device, cfg.num_heads, cfg.num_kv_heads,
                                   cfg.model_dim // cfg.num_heads)

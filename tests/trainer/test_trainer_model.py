@@ -5,7 +5,7 @@ import torch
 import torch.nn as nn
 
 from trainer.config import load_config
-from trainer.model import GPT, apply_rope, exclusive_self_attention, layer_order
+from trainer.model import GPT, Rotary, apply_rope, exclusive_self_attention, layer_order
 
 TINY = load_config({"PRESET": "tiny"})
 
@@ -114,6 +114,20 @@ def test_exclusive_self_attention_removes_the_own_value_direction():
     out = exclusive_self_attention(y, v)
     v_for_head = v.repeat_interleave(2, dim=2)  # query heads 2k and 2k+1 read KV head k
     assert torch.allclose((out * v_for_head).sum(-1), torch.zeros(2, 5, 8), atol=1e-5)
+
+
+def test_rotary_tables_are_built_once_and_stretched_past_the_training_length():
+    rotary = Rotary(rope_dims=16, base=10000.0, train_seq_len=64)
+    inv_freq = 1.0 / 10000.0 ** (torch.arange(0, 16, 2, dtype=torch.float32) / 16)
+    angles = torch.arange(64, dtype=torch.float32)[:, None] * inv_freq
+    cos, sin = rotary(48, torch.device("cpu"))
+    assert torch.equal(cos[0, :, 0], angles[:48].cos()) and torch.equal(sin[0, :, 0], angles[:48].sin())
+    assert cos.data_ptr() == rotary.cos.data_ptr()  # a view of the table, not a new computation
+    long_cos, _ = rotary(128, torch.device("cpu"))
+    assert long_cos.shape == (1, 128, 1, 8)
+    # NTK scaling lowers every frequency but the first, so late positions rotate more slowly.
+    assert not torch.allclose(long_cos[0, 1:64, 0, 1:], rotary.cos[0, 1:, 0, 1:])
+    assert "rotary.cos" not in GPT(TINY).state_dict()  # tables are rebuilt, never saved
 
 
 def test_partial_rope_rotates_only_its_dims_and_keeps_norms():
