@@ -1,0 +1,119 @@
+"""The first steps' losses for a fixed seed and fixed batches: the check that a speed change
+leaves what the trainer computes unchanged.
+
+    PYTHONPATH=. python benchmarks/loss_curve.py run --out before.json    # at the old commit
+    PYTHONPATH=. python benchmarks/loss_curve.py run --out after.json     # at the new one
+    python benchmarks/loss_curve.py compare before.json after.json
+
+`run` builds the model as `pgolf train` does (`build_model`, torch.compile on CUDA, Muon + AdamW,
+bf16 autocast on CUDA, accumulation 8, gradient clipping), seeds it and trains --steps steps,
+every step on the same 8 random micro-batches (no data needed), with depth recurrence off or,
+with --looping, on. `compare` prints both curves and the largest difference, and exits 1 when
+it is over --tolerance (bf16 reassociation alone moved 12 record-preset steps on an H200 by at
+most 5.1e-05: docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+MICRO_BATCHES = 8
+
+
+def run(args: argparse.Namespace) -> None:
+    import torch
+
+    from step_profile import make_batches
+    from trainer.config import load_config
+    from trainer.distributed import Dist
+    from trainer.evaluate import autocast
+    from trainer.model import build_model
+    from trainer.optim import build_optimizers
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    torch.set_float32_matmul_precision("high")
+    cfg = load_config({"PRESET": args.preset, "SEED": str(args.seed)})
+    torch.manual_seed(cfg.seed)
+    model, attention = build_model(cfg, device)
+    model.looping_active = args.looping
+    net = model
+    if cfg.compile and device.type == "cuda":
+        net = torch.compile(model, dynamic=False, fullgraph=True)
+    opts = build_optimizers(cfg, model, Dist())
+    batches = make_batches(cfg, MICRO_BATCHES, device)
+    losses = []
+    for step in range(args.steps):
+        total = torch.zeros((), device=device)
+        for x, y in batches:
+            with autocast(device):
+                loss = net(x, y)
+            (loss / MICRO_BATCHES).backward()
+            total += loss.detach() / MICRO_BATCHES
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip_norm)
+        opts.step()
+        opts.zero_grad()
+        losses.append(total.item())
+        print(f"step {step + 1}/{args.steps} loss {losses[-1]:.6f}", flush=True)
+    device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    record = {"preset": args.preset, "seed": cfg.seed, "looping": args.looping,
+              "device": device_name, "torch": torch.__version__, "attention": attention,
+              "losses": losses}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(record, indent=1) + "\n")
+
+
+def read_curve(path: Path) -> dict:
+    try:
+        curve = json.loads(path.read_text())
+        if not isinstance(curve, dict) or not all(isinstance(x, float) for x in curve["losses"]):
+            raise ValueError("no list of losses")
+        return curve
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SystemExit(f"loss_curve: {path} is not a curve written by `loss_curve.py run` ({exc})")
+
+
+def compare(args: argparse.Namespace) -> None:
+    a, b = read_curve(args.a), read_curve(args.b)
+    setup = ("preset", "seed", "looping")
+    if any(a.get(k) != b.get(k) for k in setup) or len(a["losses"]) != len(b["losses"]):
+        raise SystemExit("loss_curve: the two runs differ in preset, seed, looping or step count; "
+                         "rerun one of them with the other's settings")
+    for name, curve in ((args.a.name, a), (args.b.name, b)):
+        print(f"{name:>24s}  " + " ".join(f"{loss:.5f}" for loss in curve["losses"]))
+    worst = max(abs(x - y) for x, y in zip(a["losses"], b["losses"]))
+    verdict = "same" if worst <= args.tolerance else "DIFFERENT"
+    print(f"max |difference| {worst:.3g} over {len(a['losses'])} steps: {verdict} "
+          f"(tolerance {args.tolerance:g})")
+    if worst > args.tolerance:
+        raise SystemExit(1)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="train the first steps and write their losses")
+    r.add_argument("--out", type=Path, required=True)
+    r.add_argument("--preset", default="record")
+    r.add_argument("--steps", type=int, default=12)
+    r.add_argument("--seed", type=int, default=1337)
+    r.add_argument("--looping", action="store_true", help="depth recurrence on")
+    c = sub.add_parser("compare", help="the largest difference between two runs' losses")
+    c.add_argument("a", type=Path)
+    c.add_argument("b", type=Path)
+    c.add_argument("--tolerance", type=float, default=1e-3)
+    args = ap.parse_args()
+    if args.command == "run":
+        run(args)
+    else:
+        compare(args)
+
+
+if __name__ == "__main__":
+    main()

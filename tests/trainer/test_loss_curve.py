@@ -1,0 +1,35 @@
+"""benchmarks/loss_curve.py: the equal-curve check that speed changes are judged by."""
+
+import json
+import subprocess
+import sys
+
+from tests.trainer_support import REPO, clean_env
+
+SCRIPT = REPO / "benchmarks" / "loss_curve.py"
+
+
+def _loss_curve(*args, cwd):
+    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], env=clean_env(), cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_a_run_matches_itself_and_a_moved_curve_fails(tmp_path):
+    done = _loss_curve("run", "--preset", "tiny", "--steps", "3", "--out", tmp_path / "a.json",
+                       cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    curve = json.loads((tmp_path / "a.json").read_text())
+    assert len(curve["losses"]) == 3 and curve["losses"][-1] < curve["losses"][0] + 1.0
+    same = _loss_curve("compare", tmp_path / "a.json", tmp_path / "a.json", cwd=tmp_path)
+    assert same.returncode == 0 and "max |difference| 0 over 3 steps: same" in same.stdout
+
+    curve["losses"][1] += 0.01
+    (tmp_path / "b.json").write_text(json.dumps(curve))
+    moved = _loss_curve("compare", tmp_path / "a.json", tmp_path / "b.json", cwd=tmp_path)
+    assert moved.returncode == 1 and "max |difference| 0.01 over 3 steps: DIFFERENT" in moved.stdout
+
+    curve["looping"] = True
+    (tmp_path / "c.json").write_text(json.dumps(curve))
+    other = _loss_curve("compare", tmp_path / "a.json", tmp_path / "c.json", cwd=tmp_path)
+    assert other.returncode == 1 and "differ in preset, seed, looping" in other.stderr
+    assert "Traceback" not in other.stderr
