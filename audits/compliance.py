@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 from audits import catalogue
-from audits.context import AuditOptions
+from audits.context import OPT_IN, AuditOptions
 from audits.engine import SubmissionReport
 from audits.findings import Severity
 from audits.registry import CHECKS
@@ -34,6 +34,21 @@ class ConditionResult:
 def checked(rule: catalogue.Rule, options: AuditOptions) -> bool:
     """Whether this version of pgolf decides `rule` (input-hygiene rules are found while loading)."""
     return options.selected(rule.id) and (rule.id in CHECKS or rule.family == "input")
+
+
+def unchecked_lines(results: dict[str, str], *, version: str) -> list[str]:
+    """The sentences naming the rules without a result: opt-in ones this audit did not run, and
+    those `version` (the renderer's wording of "this version of pgolf") does not check."""
+    missing = [rule for rule, status in results.items() if status == "not checked"]
+    opt_in = [rule for rule in missing if rule in OPT_IN]
+    other = [rule for rule in missing if rule not in OPT_IN]
+    lines = []
+    if other:
+        lines.append(f"Not checked by {version}: " + ", ".join(f"`{r}`" for r in other) + ".")
+    if opt_in:
+        lines.append("Not run (opt-in): " + ", ".join(
+            f"`{r}` (`pgolf audit --{OPT_IN[r]}`)" for r in opt_in) + ".")
+    return lines
 
 
 def rule_results(report: SubmissionReport, options: AuditOptions) -> dict[str, str]:

@@ -25,6 +25,11 @@ class SubmissionReport:
         threshold = Severity.WARN if strict else Severity.FAIL
         return [f for f in self.findings if f.waived is None and f.severity >= threshold]
 
+    def counts(self) -> dict[Severity, int]:
+        """How many unwaived findings of each severity."""
+        return {s: sum(1 for f in self.findings if f.severity == s and f.waived is None)
+                for s in Severity}
+
     def verdict(self, strict: bool = False) -> str:
         active = [f for f in self.findings if f.waived is None]
         if any(f.severity == Severity.FAIL for f in active):

@@ -12,7 +12,8 @@ Needs torch, numpy, sentencepiece and brotli (no pgolf install, no network). It
      the run left of its training budget, GPTQ, brotli-11 and lzma, the size check, the artifact,
      then its roundtrip and the standard, sliding-window and score-first TTT evaluations;
   4. prints the quantization gap, artifact bytes both ways, the sliding and TTT gains and every
-     phase's time beside the reference figures (bench/anchors.md of the benchmark notes).
+     phase's time beside the reference figures (the reference notes' anchors.md, outside this
+     repository).
 The export log, summary.json and summary.md go to $OUT (or --out); shards, the run folder it
 trains and the artifact to --work.
 """
@@ -46,7 +47,8 @@ from trainer.runlog import close_log, open_log  # noqa: E402
 from trainer.runtime import Run  # noqa: E402
 
 # The record script (2026-04-09) on one H200 with the stand-in corpus, 180 s wallclock, cuDNN SDPA,
-# EMA 0.95 (bench/anchors.md); and its FineWeb 8xH100 log for the gains it reports.
+# EMA 0.95 (the reference notes' anchors.md, outside this repository); and its FineWeb 8xH100 log
+# for the gains it reports.
 REFERENCE = {
     "bpb_pre": "1.1599", "bpb_quantized": "1.1670", "gap": "+0.0071",
     "model_bytes": "15,989,361 (brotli)", "code_bytes": "16,594 (lzma-wrapped source)",
@@ -125,6 +127,7 @@ def measure(run_dir: Path, work: Path, out: Path, device: torch.device) -> dict:
     run, model, run_log = load_run(run_dir, work / "export", device)
     bpb_pre, pre_s = pre_quantization(run_log)
     train_ms = train_time_ms(run_log)
+    (out / "export.log").unlink(missing_ok=True)  # the log appends: read this run's lines only
     open_log(out / "export.log", True)
     try:
         figures, sigmas, refused = export(run, model, train_ms)
@@ -137,9 +140,10 @@ def measure(run_dir: Path, work: Path, out: Path, device: torch.device) -> dict:
 
 
 def log_figures(text: str) -> dict:
+    """The export's figures from its log; after a refused first try, the retry's (the last)."""
     def grab(pattern: str, cast=str):
-        found = re.search(pattern, text, re.M)
-        return cast(found[1]) if found else None
+        found = re.findall(pattern, text, re.M)
+        return cast(found[-1]) if found else None
 
     return {
         "hessians": grab(r"^GPTQ:(.*)$"),

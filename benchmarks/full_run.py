@@ -179,6 +179,8 @@ def main() -> None:
     ap.add_argument("--tflops", type=float, help="summarize: the bf16 matmul rate per GPU.")
     args = ap.parse_args()
     if args.action == "summarize":  # a kept log, anywhere: no GPU needed
+        if args.log is None or args.tflops is None:
+            ap.error("summarize needs --log LOG and --tflops RATE")
         print(json.dumps(summarize(args.log.read_text(), args.tflops), indent=2))
     else:
         start(args) if args.action == "start" else wait(args)

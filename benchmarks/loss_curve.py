@@ -5,12 +5,13 @@ leaves what the trainer computes unchanged.
     PYTHONPATH=. python benchmarks/loss_curve.py run --out after.json     # at the new one
     python benchmarks/loss_curve.py compare before.json after.json
 
-`run` builds the model as `pgolf train` does (`build_model`, torch.compile on CUDA, Muon + AdamW,
-bf16 autocast on CUDA, accumulation 8, gradient clipping), seeds it and trains --steps steps,
-every step on the same 8 random micro-batches (no data needed), with depth recurrence off or,
-with --looping, on. `compare` prints both curves and the largest difference, and exits 1 when
-it is over --tolerance (bf16 reassociation alone moved 12 record-preset steps on an H200 by at
-most 5.1e-05: docs/benchmarks.md).
+`run` builds the model as `pgolf train` does (`build_model`, torch.compile on CUDA, Muon + AdamW)
+and trains --steps steps with the trainer's own `train_step` (bf16 autocast on CUDA, accumulation
+8, clipping), every step on the same 8 random micro-batches (no data needed), at the initial
+learning rates and momentum, with depth recurrence off or, with --looping, on. `compare` prints
+both curves and the largest difference, and exits 1 when it is over --tolerance (bf16
+reassociation alone moved 12 record-preset steps on an H200 by at most 5.1e-05:
+docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -18,13 +19,23 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import types
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-MICRO_BATCHES = 8
+
+class FixedBatches:
+    """A loader that hands out the same micro-batches, in order, forever."""
+
+    def __init__(self, batches):
+        self.batches, self.i = batches, 0
+
+    def next_batch(self):
+        self.i += 1
+        return self.batches[(self.i - 1) % len(self.batches)]
 
 
 def run(args: argparse.Namespace) -> None:
@@ -36,6 +47,7 @@ def run(args: argparse.Namespace) -> None:
     from trainer.evaluate import autocast
     from trainer.model import build_model
     from trainer.optim import build_optimizers
+    from trainer.train import train_step
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     torch.set_float32_matmul_precision("high")
@@ -47,19 +59,13 @@ def run(args: argparse.Namespace) -> None:
     if cfg.compile and device.type == "cuda":
         net = torch.compile(model, dynamic=False, fullgraph=True)
     opts = build_optimizers(cfg, model, Dist())
-    batches = make_batches(cfg, MICRO_BATCHES, device)
+    # What train_step reads of a Run: one process, so 8 accumulation micro-batches per step.
+    run_view = types.SimpleNamespace(cfg=cfg, dist=Dist(), device=device,
+                                     autocast=lambda: autocast(device))
+    loader = FixedBatches(make_batches(cfg, Dist().grad_accum_steps, device))
     losses = []
     for step in range(args.steps):
-        total = torch.zeros((), device=device)
-        for x, y in batches:
-            with autocast(device):
-                loss = net(x, y)
-            (loss / MICRO_BATCHES).backward()
-            total += loss.detach() / MICRO_BATCHES
-        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip_norm)
-        opts.step()
-        opts.zero_grad()
-        losses.append(total.item())
+        losses.append(train_step(run_view, net, loader, opts).item())
         print(f"step {step + 1}/{args.steps} loss {losses[-1]:.6f}", flush=True)
     device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     record = {"preset": args.preset, "seed": cfg.seed, "looping": args.looping,

@@ -1,6 +1,6 @@
 """Where one training step of the record preset spends its time, on one GPU.
 
-    PYTHONPATH=. python benchmarks/step_profile.py [--steps 6] [--trace]
+    PYTHONPATH=. python benchmarks/step_profile.py [--steps 6] [--out DIR]
 
 Builds the record model exactly as `pgolf train` does (compiled, the chosen attention kernel,
 Muon + AdamW, bf16 autocast, gradient accumulation 8 so the step is the 8-GPU global batch), feeds
@@ -8,8 +8,9 @@ it random tokens (no data pipeline: this isolates the GPU work), and for looping
   - times --steps steps after 3 compile/warmup steps (CUDA-synchronized wall clock, median);
   - splits one step into forward+backward of the 8 micro-batches, gradient clipping, and the
     optimizer step;
-  - profiles one step and prints the CUDA kernels grouped by kind (matmul, attention, fused
-    elementwise, Newton-Schulz, copies, other) with their share of the step;
+  - profiles one step and prints the CUDA kernels grouped by kind (attention, matmul, fused
+    Triton/inductor, copy/cast, other) with their share of the step, the top kernels by name, and
+    writes the top 40 of each graph to DIR/step_profile.json;
   - prints the dtype of the residual stream inside a block.
 The numbers are what the speed work of the trainer is measured against (docs/benchmarks.md).
 """

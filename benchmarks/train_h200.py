@@ -12,7 +12,8 @@ numpy and sentencepiece; nothing else (no pgolf install, no network). It
      8-GPU one) for MAX_WALLCLOCK_SECONDS=180 with the 12 s GPTQ reserve, then evaluates the EMA
      weights (PREQUANT_ONLY=1: no export);
   4. prints ms/step before and after recurrence, tokens/s, MFU, peak memory and val_bpb beside
-     the record script's figures on the same GPU kind and data (bench/anchors.md).
+     the record script's figures on the same GPU kind and data (the reference notes'
+     anchors.md, outside this repository).
 Logs and a summary.json go to $OUT (or --out).
 """
 
@@ -41,7 +42,8 @@ from trainer.flops import step_flops  # noqa: E402
 from trainer.shards import shard_paths  # noqa: E402
 
 VAL_DOCS = 1030  # the stand-in corpus' validation split: its first 5% of documents
-# The record script (2026-04-09) on one H200 with this corpus, 180 s cap (bench/anchors.md).
+# The record script (2026-04-09) on one H200 with this corpus, 180 s cap (the reference notes'
+# anchors.md, outside this repository).
 REFERENCE = {
     "record script, cuDNN SDPA, EMA 0.95": {
         "steps": "179 in 168.4 s", "ms_before": "~690", "ms_after": "~1,140", "ms_avg": "941",
@@ -97,6 +99,7 @@ def train(data_dir: Path, out: Path, seconds: float, warmup_steps: int) -> Path:
            "TRAIN_LOG_EVERY": "1", "WARMUP_STEPS": str(warmup_steps), "OUT_DIR": str(out),
            "RUN_ID": "bench_h200"}
     out.mkdir(parents=True, exist_ok=True)
+    (out / "train.log").unlink(missing_ok=True)  # the trainer appends: a rerun must not read the last run
     with open(out / "stdout.txt", "w") as sink:
         proc = subprocess.Popen([sys.executable, "-m", "trainer"], env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)

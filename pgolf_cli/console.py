@@ -1,4 +1,4 @@
-"""What people see: the rule list, rule explanations and the rich audit report."""
+"""What people see: the rule list, rule explanations, the rich audit report, finding lines."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from rich.text import Text
 
 from audits import catalogue, registry, runs
 from audits.engine import AuditReport
+from audits.findings import Severity
 from audits.report.text import fmt_bpb, fmt_int, fmt_ms
 
 _STYLE = {"FAIL": "bold red", "WARN": "yellow", "INFO": "dim"}
@@ -93,3 +94,19 @@ def write_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def finding_lines(sub, indent: str, explanations: dict[str, str] | None = None) -> list[str]:
+    """Each FAIL and WARN (not waived) with its place, then its explanation or fix; then errors."""
+    out = []
+    for f in sub.findings:
+        if f.severity == Severity.INFO or f.waived is not None:
+            continue
+        where = f" {f.location()}" if f.location() else ""
+        out.append(f"{indent}{f.severity} {f.rule}{where}: {f.message}")
+        if f.severity == Severity.WARN and explanations and f.rule in explanations:
+            out.append(f"{indent}     why: {explanations[f.rule]}")
+        elif f.hint:
+            out.append(f"{indent}     fix: {f.hint}")
+    out += [f"{indent}ERROR {error}" for error in sub.errors]
+    return out

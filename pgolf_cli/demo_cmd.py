@@ -24,10 +24,9 @@ from audits.engine import AuditReport
 from audits.findings import Severity
 from audits.logparse import parse_log
 from audits.report.review import render_review
-from pgolf_cli.console import write_atomic
+from pgolf_cli.console import finding_lines, write_atomic
 from pgolf_cli.data_cmd import split_summary
 from pgolf_cli.errors import PgolfError
-from pgolf_cli.package_cmd import finding_lines, severity_counts
 from pgolf_cli.packaging import PackageError, PackageRequest, PackageResult, package
 from pgolf_cli.review_cmd import review_audit
 from pgolf_cli.train_cmd import run_training
@@ -157,7 +156,7 @@ def _review(folder: Path) -> AuditReport:
 def _verdict(report: AuditReport) -> str:
     """PASS/WARN/FAIL with the count of each severity, then every finding above INFO."""
     sub = report.submissions[0]
-    counts = severity_counts(sub)
+    counts = sub.counts()
     head = f"{sub.verdict()} ({', '.join(f'{counts[s]} {s}' for s in reversed(Severity))})"
     return "\n".join([head] + finding_lines(sub, " " * 11))
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from audits.findings import Severity
+from pgolf_cli.console import finding_lines
 from pgolf_cli.errors import PgolfError
 from pgolf_cli.packaging import PackageError, PackageRequest, PackageResult, package
 from pgolf_cli.packaging.request import CODE_FORMS, TRACK_DIRS
@@ -69,31 +70,10 @@ def package_command(runs, name, author, github_id, slug, track, out, code_form, 
         sys.exit(result.report.exit_code)
 
 
-def severity_counts(sub) -> dict[Severity, int]:
-    """How many findings of each severity the audit of one folder has, waived ones aside."""
-    return {s: sum(1 for f in sub.findings if f.severity == s and f.waived is None) for s in Severity}
-
-
-def finding_lines(sub, indent: str, explanations: dict[str, str] | None = None) -> list[str]:
-    """Each FAIL and WARN (not waived) with its place, then its explanation or fix; then errors."""
-    out = []
-    for f in sub.findings:
-        if f.severity == Severity.INFO or f.waived is not None:
-            continue
-        where = f" {f.location()}" if f.location() else ""
-        out.append(f"{indent}{f.severity} {f.rule}{where}: {f.message}")
-        if f.severity == Severity.WARN and explanations and f.rule in explanations:
-            out.append(f"{indent}     why: {explanations[f.rule]}")
-        elif f.hint:
-            out.append(f"{indent}     fix: {f.hint}")
-    out += [f"{indent}ERROR {error}" for error in sub.errors]
-    return out
-
-
 def summary(result: PackageResult) -> str:
     sub = result.report.submissions[0]
     files = sorted(p.name for p in result.folder.iterdir())
-    counts = severity_counts(sub)
+    counts = sub.counts()
     out = [f"wrote {result.folder}/ ({len(files)} files: {', '.join(files)})"]
     if result.failed:
         out.append(f"AUDIT FAILED ({counts[Severity.FAIL]} FAIL, {counts[Severity.WARN]} WARN): this "

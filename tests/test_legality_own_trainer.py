@@ -15,5 +15,8 @@ def test_the_bundled_trainer_has_no_legality_problem():
     assert result.unparsed == []
     problems = [(v.rule, v.severity.name, v.message) for v in result.verdicts if v.severity > Severity.INFO]
     assert problems == []
-    # It was read, not skipped: its bytes-per-token table was recognised as correct.
+    # It was read, not skipped: its bytes-per-token table was recognised as correct, and its
+    # test-time training as the legal score-first shape.
     assert "BPB_BYTE_ACCOUNTING" in {v.rule for v in result.verdicts}
+    ttt = [v for v in result.verdicts if v.rule == "TTT_SCORE_AFTER_ADAPT"]
+    assert ttt and all(v.message.startswith("legal score-first adaptation") for v in ttt)

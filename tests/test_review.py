@@ -50,6 +50,10 @@ def test_review_of_a_clean_folder(folder):
     assert "submission.json claims **1.08078103**" in text
     assert "| #1017 C3 score before update |" in text
     assert "**Smoke test:** INFO `IMPORT_FAIL`: SMOKE_TEST_PASS: imported" in text
+    # The causality probe is checked by this version, when asked for: not "not checked by" it.
+    assert "Not run (opt-in): `EVAL_CAUSALITY_PROBE` (`pgolf audit --probe`)." in text
+    assert "EVAL_CAUSALITY_PROBE" not in next((line for line in text.splitlines()
+                                               if line.startswith("Not checked by")), "")
     assert text.rstrip().endswith(f"<sub>pgolf {__version__} · Python target 3.10 (default: the "
                                   "community reviewers' CPU smoke box runs Python 3.10; no organizer rule "
                                   "pins a version (openai/parameter-golf#17, #1591)) · `pgolf review` output "

@@ -4,5 +4,8 @@ One job per module: `config` (every hyperparameter), `shards` and `data` (token 
 `bpb` (bytes per token), `attention`, `model`, `optim`, `schedule` (LR, looping, EMA), `evaluate`,
 `train` (the loop), `runlog` and `progress` (logging), `distributed`, `preflight` (input checks),
 `runtime` (what a run hands its phases), `main` (the entry point), `dataprep` (`pgolf data`).
+After training: `hessians`, `quant` (GPTQ), `compress` (the artifact format), `codesize` (code
+bytes), `artifact` (the size check and the write), `sliding` and `ttt` (scoring), `scoring`
+(every scored phase), `export` (the whole export), `probe` (the causality probes).
 `pgolf train` bundles what a run imports into one train_gpt.py. Importing a module starts nothing.
 """

@@ -15,15 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-import torch.distributed as dist
 from torch import Tensor, nn
 
 from trainer.codesize import compact_form
+from trainer.distributed import broadcast_object, rank_and_world
 from trainer.compress import (compress_all, compress_artifact, pack_tensors, require_compressor,
                               write_atomic)
 from trainer.hessians import collect_hessians, hessian_targets
 from trainer.quant import QTensor, level_range, quantization_summary, quantize_state_dict
-from trainer.sliding import rank_and_world
 
 CAP_BYTES = 16_000_000
 
@@ -59,20 +58,11 @@ def write_artifact(cfg, model: nn.Module, loader, *,
             write_atomic(Path(artifact_path), artifact)
         except ArtifactTooLarge as exc:
             error = str(exc)
-    error = _from_rank0(error)
+    error = broadcast_object(error)  # also a barrier: the artifact is on disk after it
     if error is not None:
         log(f"export:refused {error}")
         raise ArtifactTooLarge(error)
     return figures
-
-
-def _from_rank0(value):
-    """Rank 0's value on every rank (also a barrier: the artifact is on disk after it)."""
-    if dist.is_available() and dist.is_initialized():
-        box = [value]
-        dist.broadcast_object_list(box, src=0)
-        return box[0]
-    return value
 
 
 def _quantize(cfg, model: nn.Module, hessians: dict[str, Tensor], log) -> dict:

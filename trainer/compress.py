@@ -1,13 +1,13 @@
 """The artifact: quantized tensors in a compact container, byte-shuffled, then brotli-11 or lzma.
 
-Container (`pack`): b"PGQ1", a little-endian u32 header length, a JSON header listing every tensor
+Container (`pack_tensors`): b"PGQ1", a little-endian u32 header length, a JSON header listing every tensor
 (name, kind, dtype, shape, bits) in order, then one section per element width (1, 2, 4, 8 bytes)
 holding the tensors' bytes in header order. A quantized matrix puts its int8 levels in the 1-byte
 section and its fp16 row scales in the 2-byte section. Each section is byte-shuffled with its
 element width as the stride: the k-th byte of every element is stored together, so the
 repetitive sign/exponent bytes of fp16 values form long runs (byte shuffle + brotli: PR #1089).
 
-Artifact (`seal`): b"PGA1", a method byte (1 brotli, 2 lzma), the CRC-32 and length of the
+Artifact (`compress_artifact`): b"PGA1", a method byte (1 brotli, 2 lzma), the CRC-32 and length of the
 container, then the compressed container. Any damage is reported as one ArtifactError line.
 """
 
@@ -82,7 +82,7 @@ def pack_tensors(quantized: dict[str, QTensor | Tensor]) -> bytes:
 
 
 def unpack_tensors(blob: bytes) -> dict[str, QTensor | Tensor]:
-    """Inverse of `pack`. Raises ArtifactError on anything inconsistent."""
+    """Inverse of `pack_tensors`. Raises ArtifactError on anything inconsistent."""
     try:
         if blob[:4] != CONTAINER_MAGIC:
             raise ArtifactError("not a pgolf tensor container")

@@ -1,4 +1,5 @@
-"""Rank, world size and the few collectives the trainer uses (NCCL on GPUs, gloo on CPU).
+"""Rank, world size and the few collectives the trainer uses (NCCL on GPUs, gloo on CPU), and
+the wait for the GPU's queued work that every clock reading needs.
 
 torchrun sets RANK, WORLD_SIZE and LOCAL_RANK; without them the run is one process. Every helper
 is a no-op when no process group is running, so single-process code needs no branches.
@@ -74,6 +75,17 @@ def is_running() -> bool:
     return dist.is_available() and dist.is_initialized()
 
 
+def rank_and_world() -> tuple[int, int]:
+    """(rank, world size) of the running group; (0, 1) without one."""
+    return (dist.get_rank(), dist.get_world_size()) if is_running() else (0, 1)
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait until the GPU has finished its queued work (a no-op on CPU)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def all_reduce(tensor: torch.Tensor, op: str = "sum") -> torch.Tensor:
     """In-place sum or max over ranks; returns the tensor."""
     if is_running():
@@ -85,3 +97,12 @@ def broadcast(tensor: torch.Tensor, src: int = 0) -> torch.Tensor:
     if is_running():
         dist.broadcast(tensor, src)
     return tensor
+
+
+def broadcast_object(value, src: int = 0):
+    """`src`'s picklable value on every rank (also a barrier)."""
+    if is_running():
+        box = [value]
+        dist.broadcast_object_list(box, src=src)
+        return box[0]
+    return value

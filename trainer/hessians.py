@@ -14,33 +14,27 @@ import torch
 from torch import Tensor, nn
 
 from trainer.quant import PASSTHROUGH_MAX_NUMEL
-from trainer.distributed import all_reduce
+from trainer.distributed import all_reduce, synchronize
 from trainer.evaluate import autocast
 
 
-def hessian_targets(model: nn.Module, min_numel: int = PASSTHROUGH_MAX_NUMEL,
-                    ) -> dict[str, tuple[nn.Module, int, bool]]:
+def hessian_targets(model: nn.Module) -> dict[str, tuple[nn.Module, int, bool]]:
     """Weight name -> (module to hook, input width, whether the module's output is the input).
 
     Every nn.Linear larger than the fp16 passthrough size is hooked on its input. The tied token
     embedding is also the output head, whose input is the final norm's output."""
     targets: dict[str, tuple[nn.Module, int, bool]] = {}
     for name, module in model.named_modules():
-        if isinstance(module, nn.Linear) and module.weight.numel() > min_numel:
+        if isinstance(module, nn.Linear) and module.weight.numel() > PASSTHROUGH_MAX_NUMEL:
             targets[f"{name}.weight"] = (module, module.weight.shape[1], False)
     emb = getattr(model, "tok_emb", None)
-    if isinstance(emb, nn.Embedding) and emb.weight.numel() > min_numel:
+    if isinstance(emb, nn.Embedding) and emb.weight.numel() > PASSTHROUGH_MAX_NUMEL:
         targets["tok_emb.weight"] = (model.final_norm, emb.weight.shape[1], True)
     return targets
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def collect_hessians(model: nn.Module, loader, *, max_batches: int, seconds: float,
-                     min_numel: int = PASSTHROUGH_MAX_NUMEL) -> tuple[dict[str, Tensor], int]:
+def collect_hessians(model: nn.Module, loader, *, max_batches: int,
+                     seconds: float) -> tuple[dict[str, Tensor], int]:
     """Run up to `max_batches` training batches (`loader.next_batch()`, the trainer's training
     loader) through `model.forward_logits` and accumulate
     X^T X (fp32) per quantized matrix, stopping before `seconds` would be exceeded (a batch is
@@ -48,7 +42,7 @@ def collect_hessians(model: nn.Module, loader, *, max_batches: int, seconds: flo
     the number of input rows. Returns the Hessians (empty if no batch fit) and the batch count
     over all ranks."""
     device = next(model.parameters()).device
-    targets = hessian_targets(model, min_numel)
+    targets = hessian_targets(model)
     sums = {name: torch.zeros(width, width, dtype=torch.float32, device=device)
             for name, (_, width, _) in targets.items()}
     rows = torch.zeros((), dtype=torch.float64, device=device)
@@ -73,7 +67,7 @@ def collect_hessians(model: nn.Module, loader, *, max_batches: int, seconds: flo
                 model.forward_logits(x)
                 rows += x.numel()
                 batches += 1
-                _sync(device)
+                synchronize(device)
                 last = time.perf_counter() - t0
     finally:
         for handle in handles:

@@ -111,10 +111,7 @@ class CausalSelfAttention(nn.Module):
         k = self.c_k(x).view(B, T, self.num_kv_heads, self.head_dim)
         v = self.c_v(x).view(B, T, self.num_kv_heads, self.head_dim)
         q, k = F.rms_norm(q, (self.head_dim,)), F.rms_norm(k, (self.head_dim,))
-        # Tables in q's dtype, as the records: fp32 tables would make the rotation of every q and
-        # k element an fp32 round trip in both passes.
-        cos, sin = (t.to(q.dtype) for t in rope)
-        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        q, k = apply_rope(q, *rope), apply_rope(k, *rope)
         # With unit-norm q and k the gain sets the attention temperature (QK-gain, PR #1125).
         q = q * self.q_gain.to(q.dtype)[None, None, :, None]
         y = causal_attention(q.to(v.dtype), k.to(v.dtype), v, self.backend)  # (B, T, H, D)
@@ -233,7 +230,9 @@ class GPT(nn.Module):
             x = x.to(torch.get_autocast_dtype(x.device.type))
         x = F.rms_norm(x, (x.size(-1),))
         x0 = x
-        rope = self.rotary(input_ids.size(1), input_ids.device)
+        # Tables in the stream's dtype (q's and k's), as the records: fp32 tables would make the
+        # rotation of every q and k element an fp32 round trip in both passes.
+        rope = tuple(t.to(x.dtype) for t in self.rotary(input_ids.size(1), input_ids.device))
         encoder, decoder = ((self.encoder_indices, self.decoder_indices) if self.looping_active
                             else self.plain_indices)
         skips = []

@@ -1,4 +1,4 @@
-"""Checks of a run's input that need no GPU: batch arithmetic, shards, tokenizer.
+"""Checks of a run's input that need no GPU: batch arithmetic, shards, tokenizer, compressor.
 
 `pgolf train` runs them before it launches anything, and every rank runs them again at start, so
 bad input ends the run with one line before the first CUDA call.
@@ -10,6 +10,7 @@ import dataclasses
 from pathlib import Path
 
 from trainer.bpb import load_tokenizer
+from trainer.compress import CompressorUnavailable, require_compressor
 from trainer.config import Config
 from trainer.distributed import REFERENCE_WORLD_SIZE
 from trainer.errors import TrainerError
@@ -52,6 +53,16 @@ def find_data(cfg: Config) -> DataFiles:
                      train_tokens=train_tokens, val_tokens=val_tokens)
 
 
+def check_compressor(cfg: Config) -> None:
+    """A run that will export needs its compressor before it trains, not after."""
+    if not cfg.prequant_only:
+        try:
+            require_compressor(cfg.compressor)
+        except CompressorUnavailable as exc:
+            raise TrainerError(str(exc)) from None
+
+
 def preflight(cfg: Config) -> DataFiles:
     check_batches(cfg)
+    check_compressor(cfg)
     return find_data(cfg)

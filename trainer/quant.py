@@ -125,9 +125,9 @@ def quantize_state_dict(state: dict[str, Tensor], hessians: dict[str, Tensor], *
             out[name] = quantize_gptq(t, h, sigmas, bits) if h is not None else \
                 quantize_rtn(t.cpu(), sigmas, bits)
         elif t.is_floating_point():
-            half = t.cpu().to(torch.float16)
-            overflow = (torch.isinf(half) & torch.isfinite(t.cpu())).any()
-            out[name] = t.cpu() if overflow else half
+            t = t.cpu()
+            half = t.to(torch.float16)
+            out[name] = t if (torch.isinf(half) & torch.isfinite(t)).any() else half
         else:
             out[name] = t.cpu()
     return out

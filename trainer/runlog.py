@@ -59,7 +59,9 @@ def log(message: str, console: bool = True) -> None:
 
 
 def log_run_header(cfg: Config, world_size: int, code_path: Path | None) -> None:
-    """The settings and the software, hardware and code the run used."""
+    """The settings and the software, hardware and code the run used (rank 0 logs them)."""
+    if not _enabled:
+        return
     for line in hyperparameter_lines(cfg):
         log(line)
     log(f"Running Python {platform.python_version()}")

@@ -19,17 +19,16 @@ import torch
 from torch import Tensor, nn
 
 from trainer.compress import read_artifact
+from trainer.distributed import REFERENCE_WORLD_SIZE, rank_and_world, synchronize
 from trainer.evaluate import autocast
 from trainer.quant import dequantize_state_dict
-from trainer.sliding import (TargetBytes, Trace, check_length, eval_stream, rank_and_world,
-                             rank_share)
+from trainer.sliding import TargetBytes, Trace, check_length, eval_stream, rank_share
 from trainer.ttt import eval_ttt
 
 
 def _clock(device: torch.device) -> float:
     """Seconds on a clock read after the GPU has finished its queued work."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+    synchronize(device)
     return time.perf_counter()
 
 
@@ -55,7 +54,7 @@ def evaluate_artifact(cfg, model: nn.Module, artifact_path: Path, val_tokens: Te
         f"{_clock(device) - t_start:.1f}s")
     fns = _compiled(model, device, cfg.compile)
     figures = {}
-    batch_windows = max(1, cfg.val_batch_tokens // (cfg.eval_seq_len * 8))
+    batch_windows = max(1, cfg.val_batch_tokens // (cfg.eval_seq_len * REFERENCE_WORLD_SIZE))
     phases = [("quantized", cfg.eval_seq_len)]
     if cfg.sliding_window_enabled:
         phases.append(("quantized_sliding_window", cfg.eval_stride))

@@ -19,11 +19,10 @@ import math
 from collections.abc import Callable
 
 import torch
-import torch.distributed as dist
 import torch.nn.functional as F
 from torch import Tensor
 
-from trainer.distributed import all_reduce
+from trainer.distributed import all_reduce, rank_and_world
 from trainer.evaluate import autocast
 
 TargetBytes = Callable[[Tensor, Tensor], Tensor]  # (previous ids, target ids) -> bytes per target
@@ -54,13 +53,6 @@ def segments(lo: int, hi: int, seq_len: int, stride: int) -> list[tuple[int, int
         out.append((s, min(s + stride, hi)))
         s += stride
     return out
-
-
-def rank_and_world() -> tuple[int, int]:
-    """(rank, world size); (0, 1) without an initialized process group."""
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size()
-    return 0, 1
 
 
 def rank_share(items: list, rank: int, size: int) -> list:

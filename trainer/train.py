@@ -24,7 +24,7 @@ import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel
 
 from trainer.data import TrainLoader
-from trainer.distributed import all_reduce, broadcast
+from trainer.distributed import all_reduce, broadcast, synchronize
 from trainer.errors import TrainerError
 from trainer.evaluate import evaluate
 from trainer.model import GPT
@@ -34,11 +34,6 @@ from trainer.runlog import log
 from trainer.runtime import Run
 from trainer.schedule import EMA, REFERENCE_EMA_DECAY, REFERENCE_STEPS, Schedule, expected_steps
 from trainer.schedule import make_schedule, scaled_ema_decay
-
-
-def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 class Stopwatch:

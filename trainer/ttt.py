@@ -20,9 +20,9 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from trainer.distributed import all_reduce
+from trainer.distributed import all_reduce, rank_and_world
 from trainer.evaluate import autocast
-from trainer.sliding import (Tally, TargetBytes, Trace, check_length, rank_and_world, rank_share,
+from trainer.sliding import (Tally, TargetBytes, Trace, check_length, rank_share,
                              score_segments, segments)
 
 
@@ -91,10 +91,8 @@ def eval_ttt(model: nn.Module, tokens: Tensor, target_bytes: TargetBytes, *, seq
     for ci, (lo, hi) in enumerate(chunks):
         # 1. Score the chunk first, with weights that have seen only earlier chunks.
         model.eval()
-        with torch.no_grad():
-            score_segments(logits_fn, tokens, rank_share(segments(lo, hi, seq_len, stride), rank, size),
-                           tally, target_bytes, seq_len=seq_len, batch_windows=batch_windows,
-                           trace=trace)
+        score_segments(logits_fn, tokens, rank_share(segments(lo, hi, seq_len, stride), rank, size),
+                       tally, target_bytes, seq_len=seq_len, batch_windows=batch_windows, trace=trace)
         # 2. Then train on the chunk just scored; the last chunk is never trained on.
         is_last_chunk = ci == len(chunks) - 1
         chunk_lr = cosine_lr(lr, ci, len(chunks))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from audits import __version__, catalogue, runs
-from audits.compliance import condition_results, rule_results
+from audits.compliance import condition_results, rule_results, unchecked_lines
 from audits.context import AuditOptions
 from audits.engine import AuditReport, SubmissionReport
 from audits.findings import Finding, Severity
@@ -40,7 +40,7 @@ def _title(sub: Submission) -> str:
 def _submission(r: SubmissionReport, o: AuditOptions) -> str:
     sub = r.submission
     active = [f for f in r.findings if f.waived is None]
-    counts = {s: sum(1 for f in active if f.severity == s) for s in Severity}
+    counts = r.counts()
     verdict = r.verdict(o.strict)
     if r.errors:
         verdict = "ERROR"
@@ -95,9 +95,7 @@ def _compliance(r: SubmissionReport, o: AuditOptions) -> str:
     passed = [rule for rule in others if results[rule] == "pass"]
     out += ["", f"Also checked: {len(others)} rules on layout, metadata, budgets and inputs; "
             f"{len(passed)} pass" + (", the rest are below." if len(passed) < len(others) else ".")]
-    unchecked = [rule for rule, status in results.items() if status == "not checked"]
-    if unchecked:
-        out.append("Not checked by this version: " + ", ".join(f"`{x}`" for x in unchecked) + ".")
+    out += unchecked_lines(results, version="this version")
     return "\n".join(out)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from audits import __version__, runs
 from audits.engine import AuditReport
+from audits.findings import Severity
 
 
 def fmt_ms(value) -> str:
@@ -60,9 +61,9 @@ def render_text(report: AuditReport) -> str:
                 out.append(f"       fix: {f.hint}")
         for error in r.errors:
             out.append(f"  ERROR {error}")
-        counts = {s: sum(1 for f in r.findings if str(f.severity) == s and not f.waived)
-                  for s in ("FAIL", "WARN", "INFO")}
+        counts = r.counts()
         waived = sum(1 for f in r.findings if f.waived)
-        out.append(f"  summary: {counts['FAIL']} FAIL, {counts['WARN']} WARN, {counts['INFO']} INFO"
+        out.append(f"  summary: {counts[Severity.FAIL]} FAIL, {counts[Severity.WARN]} WARN, "
+                   f"{counts[Severity.INFO]} INFO"
                    + (f", {waived} waived" if waived else ""))
     return "\n".join(out) + "\n"

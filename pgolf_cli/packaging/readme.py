@@ -11,7 +11,7 @@ import shlex
 import string
 
 from audits import __version__, catalogue
-from audits.compliance import condition_results, rule_results
+from audits.compliance import condition_results, rule_results, unchecked_lines
 from audits.context import CAP_BYTES, AuditOptions
 from audits.engine import SubmissionReport
 from audits.findings import Severity
@@ -201,8 +201,7 @@ def hyperparameters(runs: list[Run]) -> str:
 def compliance(report: SubmissionReport, options: AuditOptions, runs: list[Run],
                code: ShippedCode) -> str:
     results = rule_results(report, options)
-    counts = {s: sum(1 for f in report.findings if f.severity == s and f.waived is None)
-              for s in (Severity.FAIL, Severity.WARN)}
+    counts = report.counts()
     out = [f"Checked by `pgolf audit` (pgolf {__version__}, target Python {options.python_label}): "
            f"**{report.verdict(options.strict)}**, {counts[Severity.FAIL]} FAIL, "
            f"{counts[Severity.WARN]} WARN.", "",
@@ -216,10 +215,9 @@ def compliance(report: SubmissionReport, options: AuditOptions, runs: list[Run],
             source = rule.sources[0]
             out.append(f"| `{rule.id}` | {results[rule.id]} | {_md(rule.summary)} | "
                        f"[{_md(source.label)}]({source.url}) |")
-    unchecked = [r for r, s in results.items() if s == "not checked"]
-    if unchecked:
-        out += ["", "Not checked by this version of pgolf: " + ", ".join(f"`{r}`" for r in unchecked)
-                + "."]
+    lines = unchecked_lines(results, version="this version of pgolf")
+    if lines:
+        out += ["", *lines]
     warnings = [f for f in report.findings if f.severity == Severity.WARN and f.waived is None]
     if warnings:
         out += ["", "Warnings, explained:", ""]

@@ -92,8 +92,7 @@ def load_run(path: Path) -> Run:
                            f"{actual[:16]}..., {RUN_LOG}:{log.code_sha256.line} names "
                            f"{log.code_sha256.value[:16]}...; restore the run's own {RUN_SCRIPT}")
     for figure, what in ((log.model_bytes, "a 'Serialized model <method>: N bytes' line"),
-                         (log.train_time_ms, "a training time (stopping_early or step lines)"),
-                         (log.eval_time_ms, "an evaluation time (total_eval_time or eval_time:)")):
+                         (log.train_time_ms, "a training time (stopping_early or step lines)")):
         if figure is None:
             raise PackageError(f"{where} has no {what}; the submission's figures come from the log, "
                                "so rerun with `pgolf train`")

@@ -56,7 +56,8 @@ def test_the_bundle_is_probed_and_passes(tmp_path, seams):
     assert "6 probes passed (C1, C3, C4 on quantized, quantized_ttt)" in findings[0]["message"]
 
 
-def test_another_script_is_not_run_and_not_probed(tmp_path, seams):
+def test_another_script_is_not_run_and_not_probed(tmp_path, seams, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # where the script's `touch` would land if anything ran it
     code, findings = _audit(_folder(tmp_path, "import os\nos.system('touch PWNED')\n"), "--probe")
     assert code == 0 and seams[0] == []
     assert "not the bundle this pgolf version builds" in findings[0]["message"]
@@ -65,7 +66,8 @@ def test_another_script_is_not_run_and_not_probed(tmp_path, seams):
 
 
 def test_a_failed_probe_is_a_fail_finding(tmp_path, seams):
-    seams[1][2] = ProbeResult("C3", "quantized_ttt", False, "token 100 replaced: ...")
+    index = [(r.condition, r.phase) for r in seams[1]].index(("C3", "quantized_ttt"))
+    seams[1][index] = ProbeResult("C3", "quantized_ttt", False, "token 100 replaced: ...")
     code, findings = _audit(_folder(tmp_path, BUNDLE), "--probe")
     assert code == 1
     assert [(f["severity"], f["rule"]) for f in findings] == [("FAIL", "EVAL_CAUSALITY_PROBE")]

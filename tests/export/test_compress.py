@@ -5,7 +5,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainer import compress, quant
+from trainer import compress, preflight, quant
+from trainer.config import load_config
+from trainer.errors import TrainerError
 from tinylm import tiny_model
 
 
@@ -72,6 +74,10 @@ def test_a_missing_brotli_is_found_before_any_work(monkeypatch):
     with pytest.raises(compress.CompressorUnavailable, match="pip install brotli, or set COMPRESSOR"):
         compress.require_compressor("brotli")
     compress.require_compressor("lzma")
+    # The run's preflight, before any training, stops on it unless the run will not export.
+    with pytest.raises(TrainerError, match="pip install brotli"):
+        preflight.check_compressor(load_config({"PRESET": "tiny"}))
+    preflight.check_compressor(load_config({"PRESET": "tiny", "PREQUANT_ONLY": "1"}))
 
 
 @pytest.fixture(scope="module")

@@ -69,7 +69,7 @@ def test_gptq_handles_dead_inputs_and_a_singular_hessian():
 
 def test_state_dict_routing_and_loadable_dequantization():
     model = tiny_model()
-    state = model.state_dict()
+    state = {k: v.clone() for k, v in model.state_dict().items()}  # not views of the weights
     state["step"] = torch.tensor(7)  # a non-float buffer passes through unchanged
     hessians = {"blocks.0.qkv.weight": torch.eye(272)}
     q = quant.quantize_state_dict(state, hessians, embeddings={"tok_emb.weight"}, matrix_bits=6,
@@ -84,6 +84,10 @@ def test_state_dict_routing_and_loadable_dequantization():
     deq = quant.dequantize_state_dict({k: v for k, v in q.items() if k != "step"})
     model.load_state_dict(deq, strict=True)
     assert torch.allclose(model.final_norm.weight, state["final_norm.weight"], atol=1e-3)
+    # A round-to-nearest matrix is back within half an int6 level of each row's scale.
+    w, back = state["blocks.0.fc.weight"], model.blocks[0].fc.weight.detach()
+    half_level = quant.sdclip_scale(w, 12.85, 6).float()[:, None] / 2
+    assert not torch.equal(back, w) and ((back - w).abs() <= half_level * 1.001).all()
 
 
 def test_fp16_overflow_keeps_the_original_dtype():
