@@ -23,6 +23,7 @@ import torch.nn.functional as F
 
 from trainer.attention import activate_backend, causal_attention, choose_backend
 from trainer.config import Config
+from trainer.softcap_ce import softcapped_cross_entropy
 
 
 class RMSNorm(nn.Module):
@@ -213,16 +214,18 @@ class GPT(nn.Module):
 
     def forward_logits(self, input_ids: torch.Tensor) -> torch.Tensor:
         """input_ids (B, T) -> float32 logits (B, T, V), after the softcap."""
-        return self._logits(input_ids).float()
+        logits = self._logits(input_ids)
+        return (self.logit_softcap * torch.tanh(logits / self.logit_softcap)).float()
 
     def forward(self, input_ids: torch.Tensor, target_ids: torch.Tensor) -> torch.Tensor:
-        """Mean cross-entropy (nats) of predicting target_ids (B, T)."""
+        """Mean cross-entropy (nats) of predicting target_ids (B, T) from the softcapped logits;
+        the softcap and the loss are one fused kernel each way on GPUs (trainer/softcap_ce.py)."""
         logits = self._logits(input_ids)
-        return F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), target_ids.reshape(-1))
+        return softcapped_cross_entropy(logits.flatten(0, 1), target_ids.flatten(), self.logit_softcap)
 
     def _logits(self, input_ids: torch.Tensor) -> torch.Tensor:
-        """Softcapped logits in the compute dtype: bf16 under autocast, as the records' bf16
-        model, so the (B, T, V) tensor, the largest of the step, is never held in fp32."""
+        """Logits before the softcap, in the compute dtype: bf16 under autocast, as the records'
+        bf16 model, so the (B, T, V) tensor, the largest of the step, is never held in fp32."""
         x = self.tok_emb(input_ids)
         if torch.is_autocast_enabled(x.device.type):
             # The master embedding is fp32; without this cast the whole residual stream, and every
@@ -249,8 +252,7 @@ class GPT(nn.Module):
             x = self.blocks[i](x, x0, rope)
         x = self.final_norm(x)
         head = self.tok_emb.weight if self.lm_head is None else self.lm_head.weight
-        logits = F.linear(x, head.to(x.dtype))
-        return self.logit_softcap * torch.tanh(logits / self.logit_softcap)
+        return F.linear(x, head.to(x.dtype))
 
 
 def build_model(cfg: Config, device: torch.device) -> tuple[GPT, str]:

@@ -9,6 +9,10 @@ orthogonal matrix from a few Newton-Schulz iterations. Here, as in the records:
   - scale by sqrt(max(1, rows/cols)); decoupled weight decay p *= 1 - lr * wd;
   - across ranks matrix i is orthogonalized on rank i % world, and one all-reduce of the flat
     bf16 updates gives every rank all of them (root train_gpt.py).
+Matrices of one shape form a bank that is updated as one stacked tensor: momentum with foreach
+ops, one batched Newton-Schulz per bank (the records' parameter banking, PR #399). Stepping the
+66 matrices of the record model one by one cost 80 ms of an 820 ms step on one H200, nearly all
+of it kernel launches (docs/benchmarks.md).
 Which optimizer a parameter gets follows from the module that owns it, not from its name.
 """
 
@@ -36,17 +40,26 @@ NS_COEFFS = {
 
 def newton_schulz(g: torch.Tensor, coeffs: tuple[tuple[float, float, float], ...],
                   steps: int) -> torch.Tensor:
-    """An approximately orthogonal matrix with g's row and column spaces, in bf16."""
+    """Approximately orthogonal matrices with the row and column spaces of g (..., rows, cols),
+    in bf16; a stack of matrices is orthogonalized in one batched pass."""
     x = g.bfloat16()
-    transposed = x.size(0) > x.size(1)
+    transposed = x.size(-2) > x.size(-1)
     if transposed:  # iterate on the wide orientation: X X^T is the smaller Gram matrix
-        x = x.T
-    x = x / (x.norm() + 1e-7)  # spectral norm <= Frobenius norm <= 1
+        x = x.mT
+    x = x / (x.norm(dim=(-2, -1), keepdim=True) + 1e-7)  # spectral norm <= Frobenius norm <= 1
     for i in range(steps):
         a, b, c = coeffs[min(i, len(coeffs) - 1)]
-        gram = x @ x.T
+        gram = x @ x.mT
         x = a * x + (b * gram + c * gram @ gram) @ x
-    return x.T if transposed else x
+    return x.mT if transposed else x
+
+
+def shape_banks(params: list[torch.Tensor]) -> list[list[int]]:
+    """Indices of `params` grouped by shape, in first-seen order."""
+    banks: dict[torch.Size, list[int]] = {}
+    for i, p in enumerate(params):
+        banks.setdefault(p.shape, []).append(i)
+    return list(banks.values())
 
 
 class Muon(torch.optim.Optimizer):
@@ -57,7 +70,7 @@ class Muon(torch.optim.Optimizer):
         super().__init__(params, defaults)
         self.steps, self.coeffs, self.row_normalize = backend_steps, NS_COEFFS[coeffs], row_normalize
         self.dist = dist
-        self.orthogonalize = torch.compile(newton_schulz) if compile_ns else newton_schulz
+        self.orthogonalize = torch.compile(newton_schulz, dynamic=False) if compile_ns else newton_schulz
 
     def owns(self, index: int) -> bool:
         """Whether this rank orthogonalizes the index-th matrix."""
@@ -69,26 +82,29 @@ class Muon(torch.optim.Optimizer):
             params = group["params"]
             flat = torch.zeros(sum(p.numel() for p in params), device=params[0].device,
                                dtype=torch.bfloat16)
-            offset = 0
-            for i, p in enumerate(params):
-                if self.owns(i) and p.grad is not None:
-                    flat[offset:offset + p.numel()] = self._update(p, group["momentum"]).flatten()
-                offset += p.numel()
+            views = list(flat.split([p.numel() for p in params]))
+            for bank in shape_banks(params):
+                mine = [i for i in bank if self.owns(i) and params[i].grad is not None]
+                if mine:
+                    updates = self._updates([params[i] for i in mine], group["momentum"])
+                    torch._foreach_copy_([views[i] for i in mine], list(updates.flatten(1)))
             all_reduce(flat)
-            offset = 0
-            for p in params:
-                p.mul_(1.0 - group["lr"] * group["weight_decay"])
-                p.add_(flat[offset:offset + p.numel()].view_as(p).to(p.dtype), alpha=-group["lr"])
-                offset += p.numel()
+            torch._foreach_mul_(params, 1.0 - group["lr"] * group["weight_decay"])
+            updates = flat.float().split([p.numel() for p in params])
+            torch._foreach_add_(params, [u.view_as(p) for u, p in zip(updates, params)],
+                                alpha=-group["lr"])
 
-    def _update(self, p: nn.Parameter, momentum: float) -> torch.Tensor:
-        buf = self.state[p].setdefault("momentum_buffer", torch.zeros_like(p.grad))
-        buf.mul_(momentum).add_(p.grad)
-        g = p.grad.add(buf, alpha=momentum)  # Nesterov
+    def _updates(self, params: list[nn.Parameter], momentum: float) -> torch.Tensor:
+        """The orthogonalized updates of same-shape matrices, stacked (n, rows, cols), bf16."""
+        grads = [p.grad for p in params]
+        bufs = [self.state[p].setdefault("momentum_buffer", torch.zeros_like(p.grad)) for p in params]
+        torch._foreach_mul_(bufs, momentum)
+        torch._foreach_add_(bufs, grads)
+        g = torch.stack(torch._foreach_add(grads, bufs, alpha=momentum))  # Nesterov
         if self.row_normalize:
             g = g / g.float().norm(dim=-1, keepdim=True).clamp_min(1e-7).to(g.dtype)
         g = self.orthogonalize(g, self.coeffs, self.steps)
-        return g * max(1.0, g.size(0) / g.size(1)) ** 0.5
+        return g * max(1.0, g.size(-2) / g.size(-1)) ** 0.5
 
 
 class Optimizers:

@@ -5,7 +5,7 @@ with 8 decimals (the records' lines, which `pgolf audit` reads):
   quantized                  non-overlapping EVAL_SEQ_LEN windows;
   quantized_sliding_window   windows every EVAL_STRIDE tokens (SLIDING_WINDOW_ENABLED);
   quantized_ttt              score-first test-time training (TTT_ENABLED).
-One timer covers the artifact's roundtrip, every phase and the TTT compile warmup:
+One timer covers the artifact's roundtrip, every phase and every compilation:
 `total_eval_time:X.Xs` is the whole evaluation, not a sum of selected parts.
 """
 
@@ -19,10 +19,9 @@ import torch
 from torch import Tensor, nn
 
 from trainer.compress import read_artifact
-from trainer.distributed import REFERENCE_WORLD_SIZE, rank_and_world, synchronize
-from trainer.evaluate import autocast
+from trainer.distributed import REFERENCE_WORLD_SIZE, synchronize
 from trainer.quant import dequantize_state_dict
-from trainer.sliding import TargetBytes, Trace, check_length, eval_stream, rank_share
+from trainer.sliding import TargetBytes, Trace, check_length, eval_stream
 from trainer.ttt import eval_ttt
 
 
@@ -52,7 +51,7 @@ def evaluate_artifact(cfg, model: nn.Module, artifact_path: Path, val_tokens: Te
     _load(model, artifact_path)
     log(f"roundtrip:loaded {artifact_path.name} (decompress, dequantize, load) in "
         f"{_clock(device) - t_start:.1f}s")
-    fns = _compiled(model, device, cfg.compile)
+    logits_fn = _scoring_fn(model, device, cfg.compile)
     figures = {}
     batch_windows = max(1, cfg.val_batch_tokens // (cfg.eval_seq_len * REFERENCE_WORLD_SIZE))
     phases = [("quantized", cfg.eval_seq_len)]
@@ -61,11 +60,11 @@ def evaluate_artifact(cfg, model: nn.Module, artifact_path: Path, val_tokens: Te
     for name, stride in phases:
         t0 = _clock(device)
         loss, bpb = eval_stream(model, val_tokens, target_bytes, seq_len=cfg.eval_seq_len,
-                                stride=stride, batch_windows=batch_windows, logits_fn=fns["logits"],
+                                stride=stride, batch_windows=batch_windows, logits_fn=logits_fn,
                                 trace=traces.get(name))
         figures[name] = _metric(log, name, loss, bpb, _clock(device) - t0)
     if cfg.ttt_enabled:
-        figures.update(_ttt_phase(cfg, model, val_tokens, target_bytes, fns, batch_windows, log,
+        figures.update(_ttt_phase(cfg, model, val_tokens, target_bytes, logits_fn, batch_windows, log,
                                   traces.get("quantized_ttt")))
     total = _clock(device) - t_start
     log(f"total_eval_time:{total:.1f}s")
@@ -78,42 +77,24 @@ def _load(model: nn.Module, artifact_path: Path) -> None:
     model.load_state_dict(state, strict=True)
 
 
-def _compiled(model: nn.Module, device: torch.device, compile_model: bool) -> dict:
-    """The scoring and TTT-training entry points: torch.compile'd on GPU when COMPILE is on
-    (fixed shapes, as the records compile eval), plain calls otherwise (CPU tests and probes)."""
+def _scoring_fn(model: nn.Module, device: torch.device, compile_model: bool):
+    """What the scoring phases call for logits: torch.compile'd on GPU when COMPILE is on (one
+    fixed batch shape: sliding.score_segments pads), the plain method otherwise (CPU tests and
+    probes). TTT trains eager: compiling its forward and backward took 50 s on an H200, more than
+    its 180 steps take without it (docs/benchmarks.md)."""
     if device.type != "cuda" or not compile_model:
-        return {"logits": model.forward_logits, "loss": model}
-    return {"logits": torch.compile(model.forward_logits, dynamic=False),
-            "loss": torch.compile(model, dynamic=False)}
+        return model.forward_logits
+    return torch.compile(model.forward_logits, dynamic=False)
 
 
-def _ttt_phase(cfg, model, val_tokens, target_bytes, fns, batch_windows, log, trace) -> dict:
+def _ttt_phase(cfg, model, val_tokens, target_bytes, logits_fn, batch_windows, log, trace) -> dict:
     device = val_tokens.device
-    if fns["loss"] is not model:  # compiled: build the training graph first, on random tokens
-        t0 = _clock(device)
-        _warm_up(cfg, model, fns)
-        log(f"ttt:compile warmup on random tokens (no validation data) {_clock(device) - t0:.1f}s")
     t0 = _clock(device)
     loss, bpb = eval_ttt(model, val_tokens, target_bytes, seq_len=cfg.eval_seq_len,
                          stride=cfg.eval_stride, batch_windows=batch_windows,
                          chunk_tokens=cfg.ttt_chunk_tokens, epochs=cfg.ttt_epochs, lr=cfg.ttt_lr,
                          momentum=cfg.ttt_momentum, grad_clip=cfg.ttt_grad_clip,
-                         batch_seqs=cfg.ttt_batch_seqs, log=log, logits_fn=fns["logits"],
-                         loss_fn=fns["loss"], trace=trace)
+                         batch_seqs=cfg.ttt_batch_seqs, log=log, logits_fn=logits_fn,
+                         trace=trace)
     return {"quantized_ttt": _metric(log, "quantized_ttt", loss, bpb, _clock(device) - t0)}
 
-
-def _warm_up(cfg, model: nn.Module, fns: dict) -> None:
-    """Compile the TTT training graph on random tokens, at the batch shape TTT will use:
-    forward and backward, no optimizer step, gradients dropped, so the weights are untouched
-    and no validation token is seen."""
-    rank, size = rank_and_world()
-    batch = min(cfg.ttt_batch_seqs, max(1, cfg.ttt_chunk_tokens // cfg.eval_seq_len))
-    rows = max(1, len(rank_share(list(range(batch)), rank, size)))
-    device = next(model.parameters()).device
-    x = torch.randint(0, model.tok_emb.num_embeddings, (rows, cfg.eval_seq_len), device=device)
-    model.train()
-    with autocast(device):
-        fns["loss"](x, torch.roll(x, -1, 1)).backward()
-    model.zero_grad(set_to_none=True)
-    model.eval()

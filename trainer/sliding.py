@@ -102,14 +102,12 @@ class Trace:
                    torch.zeros(n, dtype=torch.int64), frozenset(watch))
 
 
-def _windows(tokens: Tensor, segs: list[tuple[int, int]], seq_len: int):
-    """Input ids, target ids and the scored-position mask of a batch of windows, on the device
-    of `tokens`; plus each window's first position."""
-    device = tokens.device
-    ends = torch.tensor([e for _, e in segs], device=device)
+def _windows(tokens: Tensor, starts: Tensor, ends: Tensor, seq_len: int):
+    """Input ids, target ids and the scored-position mask of the windows scoring positions
+    [starts[i], ends[i]), on the device of `tokens`; plus each window's first position. An empty
+    segment (start == end == 0) gives an all-padding window that scores nothing."""
     firsts = (ends - seq_len).clamp_min(0)
-    starts = torch.tensor([s for s, _ in segs], device=device)
-    pos = firsts[:, None] + torch.arange(seq_len, device=device)[None, :]
+    pos = firsts[:, None] + torch.arange(seq_len, device=tokens.device)[None, :]
     inside = pos < ends[:, None]
     x = torch.where(inside, tokens[pos.clamp(max=tokens.numel() - 2)], 0)
     y = torch.where(inside, tokens[(pos + 1).clamp(max=tokens.numel() - 1)], 0)
@@ -121,19 +119,28 @@ def _windows(tokens: Tensor, segs: list[tuple[int, int]], seq_len: int):
 def score_segments(logits_fn: Callable[[Tensor], Tensor], tokens: Tensor,
                    segs: list[tuple[int, int]], tally: Tally, target_bytes: TargetBytes, *,
                    seq_len: int, batch_windows: int, trace: Trace | None = None) -> None:
-    """Score every position of `segs` once (under no_grad) and add it to `tally`."""
-    for i in range(0, len(segs), batch_windows):
-        batch = segs[i:i + batch_windows]
-        x, y, scored, firsts = _windows(tokens, batch, seq_len)
+    """Score every position of `segs` once (under no_grad) and add it to `tally`.
+
+    Every batch has exactly `batch_windows` windows (the last is padded with empty ones), so a
+    compiled `logits_fn` sees one shape and never recompiles; the segment bounds go to the device
+    once and the loss is masked rather than gathered, so the loop never waits for the GPU. Each
+    position's loss is the same cross-entropy of the same logits row either way."""
+    padded = segs + [(0, 0)] * (-len(segs) % batch_windows)
+    bounds = torch.tensor(padded, dtype=torch.int64, device=tokens.device)  # (windows, 2)
+    for i in range(0, len(padded), batch_windows):
+        starts, ends = bounds[i:i + batch_windows].unbind(1)
+        x, y, scored, firsts = _windows(tokens, starts, ends, seq_len)
         with autocast(tokens.device):
             logits = logits_fn(x)
-        rows, cols = scored.nonzero(as_tuple=True)  # the cross-entropy of scored positions only
-        nll = F.cross_entropy(logits[rows, cols].float(), y[rows, cols], reduction="none").double()
-        tally.loss += nll.sum()
-        tally.tokens += nll.numel()
-        tally.bytes += target_bytes(x[rows, cols], y[rows, cols]).double().sum()
+        nll = F.cross_entropy(logits.flatten(0, 1).float(), y.flatten(), reduction="none")
+        nll = nll.view_as(y).double()
+        tally.loss += torch.where(scored, nll, 0.0).sum()
+        tally.tokens += scored.sum()
+        tally.bytes += torch.where(scored, target_bytes(x, y), 0).sum()
         if trace is not None:
-            _record(trace, logits, nll, firsts[rows] + cols, batch, firsts)
+            rows, cols = scored.nonzero(as_tuple=True)
+            _record(trace, logits, nll[rows, cols], firsts[rows] + cols,
+                    padded[i:i + batch_windows], firsts)
 
 
 def _record(trace: Trace, logits: Tensor, nll: Tensor, positions: Tensor,
@@ -142,6 +149,8 @@ def _record(trace: Trace, logits: Tensor, nll: Tensor, positions: Tensor,
     trace.nll[positions] = nll.cpu()
     trace.times_scored.index_add_(0, positions, torch.ones_like(positions))
     for row, (s, e) in enumerate(batch):
+        if s == e:  # padding
+            continue
         for p in sorted(trace.watch):
             if s <= p < e:
                 trace.rows[p] = torch.log_softmax(logits[row, p - int(firsts[row])].double(), -1).cpu()

@@ -53,13 +53,14 @@ def train_on_chunk(model: nn.Module, opt: torch.optim.Optimizer, tokens: Tensor,
     params = [p for p in model.parameters() if p.requires_grad]
     rank, size = rank_and_world()
     ramp = torch.arange(seq_len, device=tokens.device)
+    for p in params:  # every rank all-reduces every gradient, its batch share empty or not
+        p.grad = torch.zeros_like(p)
     model.train()
     for _ in range(epochs):
         for b in range(0, len(starts), batch_seqs):
             batch = starts[b:b + batch_seqs]
             mine = rank_share(batch, rank, size)
-            for p in params:
-                p.grad = torch.zeros_like(p)
+            torch._foreach_zero_([p.grad for p in params])  # one launch, not one per tensor
             if mine:
                 idx = torch.tensor(mine, device=tokens.device)[:, None] + ramp
                 with autocast(tokens.device):

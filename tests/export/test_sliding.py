@@ -44,6 +44,21 @@ def test_eval_matches_the_unbatched_definition(stride):
     assert (trace.times_scored == 1).all()
 
 
+def test_every_batch_has_one_shape_so_a_compiled_forward_never_recompiles():
+    model, tokens, tb = tiny_model(), markov_tokens(301), byte_table()
+    shapes = []
+
+    def logits_fn(x):
+        shapes.append(tuple(x.shape))
+        return model.forward_logits(x)
+
+    got = sliding.eval_stream(model, tokens, tb, seq_len=32, stride=8, batch_windows=4,
+                              logits_fn=logits_fn)
+    assert len(sliding.segments(0, 300, 32, 8)) % 4 != 0  # the last batch is padded
+    assert set(shapes) == {(4, 32)}
+    assert got == pytest.approx(_reference(model, tokens, tb, 32, 8), rel=1e-6)
+
+
 def test_every_scored_position_after_the_first_window_has_the_stride_guaranteed_context():
     for stride in (8, 32):
         segs = sliding.segments(0, 300, 32, stride)
@@ -54,11 +69,13 @@ def test_every_scored_position_after_the_first_window_has_the_stride_guaranteed_
 
 def test_windows_never_hold_tokens_past_what_they_score():
     tokens = torch.arange(100)
-    x, y, scored, firsts = sliding._windows(tokens, [(0, 10), (10, 12)], 16)
+    x, y, scored, firsts = sliding._windows(tokens, torch.tensor([0, 10, 0]),
+                                            torch.tensor([10, 12, 0]), 16)
     assert x[0, 10:].eq(0).all() and y[0, 10:].eq(0).all()  # the first window: positions 0..9 only
     assert int(x[0, 9]) == 9 and int(y[0, 9]) == 10
     assert scored[0].nonzero().flatten().tolist() == list(range(10))
     assert scored[1].nonzero().flatten().tolist() == [10, 11]
+    assert not scored[2].any() and x[2].eq(0).all()  # padding: an empty segment scores nothing
 
 
 def test_a_validation_set_shorter_than_one_window_is_refused():

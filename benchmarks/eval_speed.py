@@ -1,0 +1,180 @@
+"""Evaluation speed of an artifact, and its per-token losses, for comparing two trainer versions.
+
+    PYTHONPATH=. python benchmarks/eval_speed.py run ARTIFACT [--out DIR]     # on a GPU
+    python benchmarks/eval_speed.py compare OLD_DIR NEW_DIR                   # anywhere
+
+`run` tokenizes the stand-in corpus' validation split (as benchmarks/train_h200.py), loads the
+artifact into the record model with the loops on (as a run that trained past ENABLE_LOOPING_AT),
+and evaluates it with the run loop's own `trainer.scoring.evaluate_artifact`:
+  1. timed, on every validation token, with empty compile caches (as a fresh evaluation starts):
+     the quantized, sliding-window and TTT phases, the TTT compile warmup, the total;
+  2. twice more on the first --trace-tokens tokens, recording the loss of every position the
+     sliding and TTT phases score (DIR/nll_<phase>.npy and nll_<phase>_repeat.npy, float64),
+     untimed: the repeat shows how far the same code moves per-token losses from run to run.
+`compare` prints both runs' times and the speedup of sliding + TTT, then how far apart the two
+runs' per-token losses are, beside the new run's own repeat; it exits 1 when any position
+differs between the runs by more than --tolerance nats and the repeat does not.
+To time an older version, copy this file into that version's checkout and run it from there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+PHASES = ("quantized_sliding_window", "quantized_ttt")
+# (name, log line, seconds per logged unit)
+TIMES = (("quantized", r"^quantized val_loss:\S+ val_bpb:\S+ eval_time:(\d+)ms", 1e-3),
+         ("sliding", r"^quantized_sliding_window val_loss:\S+ val_bpb:\S+ eval_time:(\d+)ms", 1e-3),
+         ("ttt_warmup", r"^ttt:compile warmup .* ([\d.]+)s$", 1.0),
+         ("ttt", r"^quantized_ttt val_loss:\S+ val_bpb:\S+ eval_time:(\d+)ms", 1e-3),
+         ("total", r"^total_eval_time:([\d.]+)s", 1.0))
+
+
+def seconds(lines: list[str]) -> dict[str, float]:
+    text = "\n".join(lines)
+    out = {}
+    for name, pattern, unit in TIMES:
+        found = re.search(pattern, text, re.M)
+        if found:
+            out[name] = float(found[1]) * unit
+    return out
+
+
+def run(args: argparse.Namespace) -> None:
+    # Empty compile caches, so both versions pay their compilation as a fresh evaluation does.
+    caches = Path(tempfile.mkdtemp(prefix="pgolf_eval_caches_"))
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(caches / "inductor")
+    os.environ["TRITON_CACHE_DIR"] = str(caches / "triton")
+    import torch
+
+    from train_h200 import prepare_data
+    from trainer.bpb import target_bytes
+    from trainer.config import load_config
+    from trainer.evaluate import load_validation
+    from trainer.model import build_model
+    from trainer.preflight import find_data
+    from trainer.scoring import evaluate_artifact
+    from trainer.sliding import Trace
+
+    if not torch.cuda.is_available():
+        raise SystemExit("this benchmark needs a CUDA GPU")
+    data_dir = args.work / "data"
+    prepare_data(args.corpus, data_dir)
+    cfg = load_config({"PRESET": "record", "DATA_DIR": str(data_dir)})
+    device = torch.device("cuda")
+    torch.set_float32_matmul_precision("high")
+    data = find_data(cfg)
+    val = load_validation(cfg, data.val, data.tokenizer, device)
+    tokens = val.tokens.to(device).long()
+    model, attention = build_model(cfg, device)
+    model.looping_active = bool(cfg.num_loops)
+    lines: list[str] = []
+
+    def log(line: str) -> None:
+        lines.append(line)
+        if not line.startswith("ttt:chunk"):
+            print(line, flush=True)
+
+    def tb(prev, tgt):
+        return target_bytes(val.tables, prev, tgt)
+
+    evaluate_artifact(cfg, model, args.artifact, tokens, tb, log=log)
+    timed = seconds(lines)
+    prefix = tokens[:args.trace_tokens + 1]
+    args.out.mkdir(parents=True, exist_ok=True)
+    import numpy as np
+    for suffix in ("", "_repeat"):
+        traces = {name: Trace.for_stream(prefix.numel()) for name in PHASES}
+        lines.clear()
+        figures = evaluate_artifact(cfg, model, args.artifact, prefix, tb, log=log, traces=traces)
+        for name, trace in traces.items():
+            np.save(args.out / f"nll_{name}{suffix}.npy", trace.nll.numpy())
+    summary = {"seconds": timed, "traced_tokens": prefix.numel(), "attention": attention,
+               "traced_val_bpb": {name: figures[name]["val_bpb"] for name in PHASES},
+               "device": torch.cuda.get_device_name(), "torch": torch.__version__}
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    print(json.dumps(summary, indent=2))
+
+
+def read_run(folder: Path) -> dict:
+    """summary.json and the per-token losses of a `run` folder."""
+    import numpy as np
+
+    try:
+        run = json.loads((folder / "summary.json").read_text())
+        run["nll"] = {name: np.load(folder / f"nll_{name}.npy") for name in PHASES}
+        for name in PHASES:  # written by `run` since it repeats the traced evaluation
+            if (folder / f"nll_{name}_repeat.npy").is_file():
+                run["nll"][name + "_repeat"] = np.load(folder / f"nll_{name}_repeat.npy")
+        if not isinstance(run.get("seconds"), dict):
+            raise ValueError("no phase times")
+        return run
+    except (OSError, ValueError, TypeError) as exc:
+        raise SystemExit(f"eval_speed: {folder} is not a folder written by `eval_speed.py run` ({exc})")
+
+
+def compare(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    old, new = (read_run(d) for d in (args.old, args.new))
+    print(f"{'phase':<12} {'old s':>8} {'new s':>8} {'speedup':>8}")
+    for name, _, _ in TIMES:
+        a, b = old["seconds"].get(name), new["seconds"].get(name)
+        if a is not None and b is not None:
+            print(f"{name:<12} {a:8.1f} {b:8.1f} {a / b:7.2f}x")
+    parts = ("sliding", "ttt_warmup", "ttt")
+    a, b = (sum(s["seconds"].get(p, 0.0) for p in parts) for s in (old, new))
+    print(f"sliding + TTT (warmup included): {a:.1f} s -> {b:.1f} s, {a / b:.2f}x")
+    failed = False
+    for name in PHASES:
+        pairs = [("old vs new", old["nll"][name], new["nll"][name])]
+        if name + "_repeat" in new["nll"]:
+            pairs.append(("new vs its repeat", new["nll"][name], new["nll"][name + "_repeat"]))
+        worst = {}
+        for label, x, y in pairs:
+            scored = ~np.isnan(x)
+            if x.shape != y.shape or not np.array_equal(scored, ~np.isnan(y)):
+                print(f"{name}, {label}: the runs scored different positions")
+                return 1
+            diff = np.abs(x[scored] - y[scored])
+            worst[label] = float(diff.max())
+            print(f"{name}, {label}: {scored.sum():,} positions, {int((diff > 0).sum()):,} differ, "
+                  f"max |diff| {diff.max():.3g} nats, mean |diff| {diff.mean():.3g}")
+        repeat = worst.get("new vs its repeat", 0.0)
+        failed |= worst["old vs new"] > args.tolerance and repeat <= args.tolerance
+    return 1 if failed else 0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="time the evaluation of ARTIFACT and trace its per-token losses")
+    r.add_argument("artifact", type=Path)
+    r.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "runs/eval_speed")))
+    r.add_argument("--corpus", type=Path, default=REPO / ".gpu" / "corpus")
+    r.add_argument("--work", type=Path, default=Path("/tmp/pgolf_bench"), help="Shards go here.")
+    r.add_argument("--trace-tokens", type=int, default=262144,
+                   help="Validation tokens of the traced evaluation (8 TTT chunks by default).")
+    c = sub.add_parser("compare", help="times and per-token loss differences of two runs")
+    c.add_argument("old", type=Path)
+    c.add_argument("new", type=Path)
+    c.add_argument("--tolerance", type=float, default=1e-3,
+                   help="Largest per-token difference in nats that counts as the same.")
+    args = ap.parse_args()
+    if args.command == "run":
+        run(args)
+    else:
+        raise SystemExit(compare(args))
+
+
+if __name__ == "__main__":
+    main()
