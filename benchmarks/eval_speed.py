@@ -7,7 +7,8 @@
 artifact into the record model with the loops on (as a run that trained past ENABLE_LOOPING_AT),
 and evaluates it with the run loop's own `trainer.scoring.evaluate_artifact`:
   1. timed, on every validation token, with empty compile caches (as a fresh evaluation starts):
-     the quantized, sliding-window and TTT phases, the TTT compile warmup, the total;
+     the quantized, sliding-window and TTT phases, TTT's compile warmup (versions that
+     compiled TTT's training step had one), the total;
   2. twice more on the first --trace-tokens tokens, recording the loss of every position the
      sliding and TTT phases score (DIR/nll_<phase>.npy and nll_<phase>_repeat.npy, float64),
      untimed: the repeat shows how far the same code moves per-token losses from run to run.
@@ -54,6 +55,7 @@ def run(args: argparse.Namespace) -> None:
     caches = Path(tempfile.mkdtemp(prefix="pgolf_eval_caches_"))
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(caches / "inductor")
     os.environ["TRITON_CACHE_DIR"] = str(caches / "triton")
+    import numpy as np
     import torch
 
     from train_h200 import prepare_data
@@ -91,7 +93,6 @@ def run(args: argparse.Namespace) -> None:
     timed = seconds(lines)
     prefix = tokens[:args.trace_tokens + 1]
     args.out.mkdir(parents=True, exist_ok=True)
-    import numpy as np
     for suffix in ("", "_repeat"):
         traces = {name: Trace.for_stream(prefix.numel()) for name in PHASES}
         lines.clear()
