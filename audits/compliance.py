@@ -36,12 +36,13 @@ def checked(rule: catalogue.Rule, options: AuditOptions) -> bool:
     return options.selected(rule.id) and (rule.id in CHECKS or rule.family == "input")
 
 
-def unchecked_lines(results: dict[str, str], *, version: str) -> list[str]:
-    """The sentences naming the rules without a result: opt-in ones this audit did not run, and
-    those `version` (the renderer's wording of "this version of pgolf") does not check."""
+def unchecked_lines(results: dict[str, str], options: AuditOptions, *, version: str) -> list[str]:
+    """The sentences naming the rules without a result: opt-in ones this audit was not asked to
+    run, and the rest, which `version` (the renderer's wording of "this version of pgolf") did
+    not decide."""
     missing = [rule for rule, status in results.items() if status == "not checked"]
-    opt_in = [rule for rule in missing if rule in OPT_IN]
-    other = [rule for rule in missing if rule not in OPT_IN]
+    opt_in = [rule for rule in missing if rule in OPT_IN and not getattr(options, OPT_IN[rule])]
+    other = [rule for rule in missing if rule not in opt_in]
     lines = []
     if other:
         lines.append(f"Not checked by {version}: " + ", ".join(f"`{r}`" for r in other) + ".")

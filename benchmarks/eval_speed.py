@@ -12,9 +12,11 @@ and evaluates it with the run loop's own `trainer.scoring.evaluate_artifact`:
   2. twice more on the first --trace-tokens tokens, recording the loss of every position the
      sliding and TTT phases score (DIR/nll_<phase>.npy and nll_<phase>_repeat.npy, float64),
      untimed: the repeat shows how far the same code moves per-token losses from run to run.
-`compare` prints both runs' times and the speedup of sliding + TTT, then how far apart the two
-runs' per-token losses are, beside the new run's own repeat; it exits 1 when any position
-differs between the runs by more than --tolerance nats and the repeat does not.
+`compare` prints both runs' times and the speedup of sliding + TTT, then each phase's mean loss
+in the old run, the new run and its repeat, and how far apart the per-token losses are. It exits
+1 when a phase that the repeat reproduces token by token differs by more than --tolerance nats at
+any position, or when a phase that it does not (TTT: training on a GPU is not bit-reproducible)
+moves its mean loss by more than --tolerance.
 To time an older version, copy this file into that version's checkout and run it from there.
 """
 
@@ -93,14 +95,15 @@ def run(args: argparse.Namespace) -> None:
     timed = seconds(lines)
     prefix = tokens[:args.trace_tokens + 1]
     args.out.mkdir(parents=True, exist_ok=True)
+    traced_bpb = {}
     for suffix in ("", "_repeat"):
         traces = {name: Trace.for_stream(prefix.numel()) for name in PHASES}
-        lines.clear()
         figures = evaluate_artifact(cfg, model, args.artifact, prefix, tb, log=log, traces=traces)
         for name, trace in traces.items():
             np.save(args.out / f"nll_{name}{suffix}.npy", trace.nll.numpy())
+            traced_bpb[name + suffix] = figures[name]["val_bpb"]
     summary = {"seconds": timed, "traced_tokens": prefix.numel(), "attention": attention,
-               "traced_val_bpb": {name: figures[name]["val_bpb"] for name in PHASES},
+               "traced_val_bpb": traced_bpb,
                "device": torch.cuda.get_device_name(), "torch": torch.__version__}
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(json.dumps(summary, indent=2))
@@ -137,21 +140,28 @@ def compare(args: argparse.Namespace) -> int:
     print(f"sliding + TTT (warmup included): {a:.1f} s -> {b:.1f} s, {a / b:.2f}x")
     failed = False
     for name in PHASES:
-        pairs = [("old vs new", old["nll"][name], new["nll"][name])]
+        runs = {"old": old["nll"][name], "new": new["nll"][name]}
         if name + "_repeat" in new["nll"]:
-            pairs.append(("new vs its repeat", new["nll"][name], new["nll"][name + "_repeat"]))
+            runs["new repeat"] = new["nll"][name + "_repeat"]
+        scored = ~np.isnan(runs["old"])
+        if any(x.shape != scored.shape or not np.array_equal(scored, ~np.isnan(x))
+               for x in runs.values()):
+            print(f"{name}: the runs scored different positions")
+            return 1
+        means = {label: float(x[scored].mean()) for label, x in runs.items()}
+        print(f"{name}: mean loss over {scored.sum():,} positions: "
+              + ", ".join(f"{label} {m:.6f}" for label, m in means.items()))
         worst = {}
-        for label, x, y in pairs:
-            scored = ~np.isnan(x)
-            if x.shape != y.shape or not np.array_equal(scored, ~np.isnan(y)):
-                print(f"{name}, {label}: the runs scored different positions")
-                return 1
-            diff = np.abs(x[scored] - y[scored])
+        for label in [k for k in runs if k != "old"]:
+            a, b = ("old", "new") if label == "new" else ("new", label)
+            diff = np.abs(runs[a][scored] - runs[b][scored])
             worst[label] = float(diff.max())
-            print(f"{name}, {label}: {scored.sum():,} positions, {int((diff > 0).sum()):,} differ, "
+            print(f"{name}, {a} vs {b}: {int((diff > 0).sum()):,} differ, "
                   f"max |diff| {diff.max():.3g} nats, mean |diff| {diff.mean():.3g}")
-        repeat = worst.get("new vs its repeat", 0.0)
-        failed |= worst["old vs new"] > args.tolerance and repeat <= args.tolerance
+        if worst.get("new repeat", 0.0) <= args.tolerance:
+            failed |= worst["new"] > args.tolerance  # reproducible: every token must agree
+        else:  # not reproducible token by token even within a version: compare the means
+            failed |= abs(means["old"] - means["new"]) > args.tolerance
     return 1 if failed else 0
 
 
@@ -169,7 +179,8 @@ def main() -> None:
     c.add_argument("old", type=Path)
     c.add_argument("new", type=Path)
     c.add_argument("--tolerance", type=float, default=1e-3,
-                   help="Largest per-token difference in nats that counts as the same.")
+                   help="Largest difference in nats that counts as the same: per token, or, for a "
+                        "phase whose repeat already differs per token, of the mean loss.")
     args = ap.parse_args()
     if args.command == "run":
         run(args)

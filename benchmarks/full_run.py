@@ -158,7 +158,7 @@ def summarize(log: str, tflops: float) -> dict:
         "total_bytes_code_uncompressed": grab(
             r"^Total submission size quantized\+\w+ \(code uncompressed\): (\d+) bytes", int),
         "phases": phases,
-        "ttt_compile_warmup": grab(r"^ttt:compile warmup .* ([\d.]+)s$"),
+        "ttt_compile_warmup": grab(r"^ttt:compile warmup .* ([\d.]+)s$", float),
         "total_eval_time_s": grab(r"^total_eval_time:([\d.]+)s", float),
     }
 

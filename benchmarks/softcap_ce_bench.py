@@ -17,9 +17,10 @@ import statistics
 import torch
 import torch.nn.functional as F
 
+from trainer.config import load_config
 from trainer.softcap_ce import softcapped_cross_entropy
 
-SOFTCAP = 30.0
+SOFTCAP = load_config({"PRESET": "record"}).logit_softcap
 
 
 def compiled_formula(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

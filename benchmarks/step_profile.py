@@ -37,7 +37,8 @@ from trainer.evaluate import autocast  # noqa: E402
 from trainer.model import build_model  # noqa: E402
 from trainer.optim import build_optimizers  # noqa: E402
 
-KINDS = (("attention", ("cudnn", "flash", "fmha", "sdpa", "attn")),
+KINDS = (("softcapped CE (fused)", ("softcap_ce",)),
+         ("attention", ("cudnn", "flash", "fmha", "sdpa", "attn")),
          ("matmul", ("gemm", "cutlass", "sm90", "nvjet", "cublas")),
          ("fused (Triton, inductor)", ("triton",)),
          ("copy/cast", ("copy", "memcpy", "memset", "convert")))

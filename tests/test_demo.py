@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from audits.logparse import ParsedLog, parse_log
 from pgolf_cli.main import cli
+from pgolf_cli.packaging.settings import changed_settings
 from runfolders import tree
 from trainer_support import SETTING_NAMES
 
@@ -54,6 +55,7 @@ def test_demo_writes_an_audited_and_reviewed_records_folder(demo):
     # The reproduction command sets what the demo changed, with the data under ./data/.
     readme = (folder / "README.md").read_text()
     assert "From this folder, on a CPU" in readme
+    assert "differ between the runs" not in readme  # seeds differ only in what names a run
     assert (f"  PRESET=tiny ITERATIONS=20000 MAX_WALLCLOCK_SECONDS={float(SECONDS)} "
             "DATA_PATH=./data/datasets/kjv_sp1024 TOKENIZER_PATH=./data/tokenizers/kjv_1024_bpe.model "
             "SEED=$SEED python train_gpt.py") in readme
@@ -87,10 +89,12 @@ def test_packaged_script_reruns_its_logs_first_steps(demo, tmp_path):
     hp = {name: str(value.value) for name, value in packaged.hparams.items()}
     # What the demo set for the run, read back from its log's Hyperparameters block as the
     # README's reproduction section asks; then a step count instead of the clock, and no export.
+    # The data paths are the logged absolute ones: the README's ./data/ is not in the folder.
     env = {k: v for k, v in os.environ.items() if k not in SETTING_NAMES}
-    env.update(THREADS, PRESET=hp["preset"], SEED=hp["seed"], DATA_PATH=hp["data_path"],
-               TOKENIZER_PATH=hp["tokenizer_path"], MAX_WALLCLOCK_SECONDS="0",
-               ITERATIONS=str(RERUN_STEPS), PREQUANT_ONLY="1", OUT_DIR=str(tmp_path))
+    env.update(THREADS, **changed_settings(hp)[0])
+    env.update(SEED=hp["seed"], DATA_PATH=hp["data_path"], TOKENIZER_PATH=hp["tokenizer_path"],
+               MAX_WALLCLOCK_SECONDS="0", ITERATIONS=str(RERUN_STEPS), PREQUANT_ONLY="1",
+               OUT_DIR=str(tmp_path))
     before = tree(folder)
     done = subprocess.run([sys.executable, "train_gpt.py"], cwd=folder, env=env,
                           capture_output=True, text=True, timeout=300)

@@ -13,6 +13,8 @@ from click.testing import CliRunner
 
 import runfolders
 from audits import __version__, submission
+from audits.compliance import unchecked_lines
+from audits.context import AuditOptions
 from audits.context import AuditOptions
 from audits.engine import AuditReport, SubmissionReport
 from audits.registry import found
@@ -134,3 +136,11 @@ def test_review_of_a_pr_branch_names_repository_paths(folder, tmp_path):
     assert text.startswith(f"**pgolf review: FAIL** for `records/track_10min_16mb/{folder.name}`")
     assert "#### FAIL `LAYOUT_NOT_SINGLE_FOLDER` at `README.md`" in text
     assert f"at `records/track_10min_16mb/{folder.name}/submission.json:" in text
+
+
+def test_an_opt_in_rule_asked_for_but_not_decided_is_not_called_opt_in():
+    results = {"EVAL_CAUSALITY_PROBE": "not checked", "VAL_SUBSET": "pass"}
+    assert unchecked_lines(results, AuditOptions(), version="this version") == [
+        "Not run (opt-in): `EVAL_CAUSALITY_PROBE` (`pgolf audit --probe`)."]
+    assert unchecked_lines(results, AuditOptions(probe=True), version="this version") == [
+        "Not checked by this version: `EVAL_CAUSALITY_PROBE`."]

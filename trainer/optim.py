@@ -80,9 +80,9 @@ class Muon(torch.optim.Optimizer):
     def step(self) -> None:
         for group in self.param_groups:
             params = group["params"]
-            flat = torch.zeros(sum(p.numel() for p in params), device=params[0].device,
-                               dtype=torch.bfloat16)
-            views = list(flat.split([p.numel() for p in params]))
+            sizes = [p.numel() for p in params]
+            flat = torch.zeros(sum(sizes), device=params[0].device, dtype=torch.bfloat16)
+            views = flat.split(sizes)
             for bank in shape_banks(params):
                 mine = [i for i in bank if self.owns(i) and params[i].grad is not None]
                 if mine:
@@ -90,7 +90,7 @@ class Muon(torch.optim.Optimizer):
                     torch._foreach_copy_([views[i] for i in mine], list(updates.flatten(1)))
             all_reduce(flat)
             torch._foreach_mul_(params, 1.0 - group["lr"] * group["weight_decay"])
-            updates = flat.float().split([p.numel() for p in params])
+            updates = flat.float().split(sizes)
             torch._foreach_add_(params, [u.view_as(p) for u, p in zip(updates, params)],
                                 alpha=-group["lr"])
 

@@ -35,7 +35,7 @@ def softcapped_cross_entropy(logits: Tensor, targets: Tensor, softcap: float) ->
     return loss.mean()  # outside the op, so its backward gets a per-row upstream gradient
 
 
-def _softcap(logits: Tensor, softcap: float) -> Tensor:
+def _tanh_scaled(logits: Tensor, softcap: float) -> Tensor:
     """tanh(z / softcap) in fp32, contiguous like the outputs the fake implementations promise."""
     return torch.tanh(logits.contiguous().float() / softcap)
 
@@ -43,7 +43,7 @@ def _softcap(logits: Tensor, softcap: float) -> Tensor:
 @torch.library.custom_op("pgolf::softcap_ce", mutates_args=())
 def softcap_ce_rows(logits: Tensor, targets: Tensor, softcap: float) -> tuple[Tensor, Tensor]:
     """(loss, logsumexp) per row, both fp32; the logsumexp is kept for the backward."""
-    s = softcap * _softcap(logits, softcap)
+    s = softcap * _tanh_scaled(logits, softcap)
     lse = torch.logsumexp(s, dim=1)
     return lse - s.gather(1, targets[:, None]).squeeze(1), lse
 
@@ -58,7 +58,7 @@ def _softcap_ce_rows_fake(logits: Tensor, targets: Tensor, softcap: float) -> tu
 def softcap_ce_rows_backward(grad_loss: Tensor, logits: Tensor, targets: Tensor, lse: Tensor,
                              softcap: float) -> Tensor:
     """d(loss rows)/d(logits) times grad_loss: (softmax(s) - onehot) * (1 - tanh^2), logits' dtype."""
-    t = _softcap(logits, softcap)
+    t = _tanh_scaled(logits, softcap)
     dloss_ds = torch.exp(softcap * t - lse[:, None])
     dloss_ds[torch.arange(len(targets), device=targets.device), targets] -= 1.0
     return (grad_loss[:, None] * dloss_ds * (1.0 - t * t)).to(logits.dtype)

@@ -43,7 +43,7 @@ def _sync_grads(params: list[nn.Parameter]) -> None:
 
 def train_on_chunk(model: nn.Module, opt: torch.optim.Optimizer, tokens: Tensor, lo: int, hi: int,
                    *, seq_len: int, epochs: int, batch_seqs: int, grad_clip: float,
-                   loss_fn: Callable[[Tensor, Tensor], Tensor], trace: Trace | None = None) -> None:
+                   trace: Trace | None = None) -> None:
     """SGD on the whole sequences of positions [lo, hi): inputs v[p..p+L-1], targets v[p+1..p+L],
     all already scored. A global batch of `batch_seqs` sequences is split across ranks; every
     rank takes the same number of steps, so gradient all-reduces always pair up."""
@@ -64,7 +64,7 @@ def train_on_chunk(model: nn.Module, opt: torch.optim.Optimizer, tokens: Tensor,
             if mine:
                 idx = torch.tensor(mine, device=tokens.device)[:, None] + ramp
                 with autocast(tokens.device):
-                    loss = loss_fn(tokens[idx], tokens[idx + 1])
+                    loss = model(tokens[idx], tokens[idx + 1])
                 (loss * (len(mine) / len(batch))).backward()
             _sync_grads(params)
             torch.nn.utils.clip_grad_norm_(params, grad_clip)
@@ -76,13 +76,12 @@ def train_on_chunk(model: nn.Module, opt: torch.optim.Optimizer, tokens: Tensor,
 def eval_ttt(model: nn.Module, tokens: Tensor, target_bytes: TargetBytes, *, seq_len: int,
              stride: int, batch_windows: int, chunk_tokens: int, epochs: int, lr: float,
              momentum: float, grad_clip: float, batch_seqs: int, log: Callable[[str], None],
-             logits_fn=None, loss_fn=None, trace: Trace | None = None) -> tuple[float, float]:
+             logits_fn=None, trace: Trace | None = None) -> tuple[float, float]:
     """(val_loss, val_bpb) of score-first TTT over the whole stream. Modifies `model` in place."""
     check_length(tokens.numel(), seq_len)
     chunks = chunk_bounds(tokens.numel() - 1, chunk_tokens)
     # `is None`, not `or`: a compiled module has no truth value (it raises on len()).
     logits_fn = model.forward_logits if logits_fn is None else logits_fn
-    loss_fn = model if loss_fn is None else loss_fn
     opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=lr, momentum=momentum)
     rank, size = rank_and_world()
     tally = Tally.zeros(tokens.device)
@@ -101,7 +100,7 @@ def eval_ttt(model: nn.Module, tokens: Tensor, target_bytes: TargetBytes, *, seq
             for group in opt.param_groups:
                 group["lr"] = chunk_lr
             train_on_chunk(model, opt, tokens, lo, hi, seq_len=seq_len, epochs=epochs,
-                           batch_seqs=batch_seqs, grad_clip=grad_clip, loss_fn=loss_fn, trace=trace)
+                           batch_seqs=batch_seqs, grad_clip=grad_clip, trace=trace)
         _progress(log, tally, ci, len(chunks), chunk_lr if not is_last_chunk else 0.0, t0)
     model.eval()
     tally.all_reduce()

@@ -24,9 +24,8 @@ def _fence(text: str) -> str:
 
 def _verdict_line(r, strict: bool) -> str:
     active = [f for f in r.findings if f.waived is None]
-    fails = sum(1 for f in active if f.severity == Severity.FAIL)
-    warns = sum(1 for f in active if f.severity == Severity.WARN)
-    notes = sum(1 for f in active if f.severity == Severity.INFO)
+    c = r.counts()
+    fails, warns, notes = c[Severity.FAIL], c[Severity.WARN], c[Severity.INFO]
     parts = [f"{fails} failure{'s' if fails != 1 else ''}", f"{warns} warning{'s' if warns != 1 else ''}",
              f"{notes} note{'s' if notes != 1 else ''}"]
     rules = sorted({f.rule for f in active if f.severity > Severity.INFO})

@@ -95,7 +95,7 @@ def _compliance(r: SubmissionReport, o: AuditOptions) -> str:
     passed = [rule for rule in others if results[rule] == "pass"]
     out += ["", f"Also checked: {len(others)} rules on layout, metadata, budgets and inputs; "
             f"{len(passed)} pass" + (", the rest are below." if len(passed) < len(others) else ".")]
-    out += unchecked_lines(results, version="this version")
+    out += unchecked_lines(results, o, version="this version")
     return "\n".join(out)
 
 

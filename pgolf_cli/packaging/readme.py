@@ -19,15 +19,13 @@ from pgolf_cli.packaging.code import ShippedCode
 from pgolf_cli.packaging.plot import PLOT_NAME
 from pgolf_cli.packaging.request import PackageRequest
 from pgolf_cli.packaging.runs import Run
-from pgolf_cli.packaging.settings import changed_settings
+from pgolf_cli.packaging.settings import PER_RUN, changed_settings
 from pgolf_cli.packaging.submission_json import log_name
 
 TRACK_LABEL = {"10min_16mb": "Record-track (10 minutes, 16 MB)", "non_record_16mb": "Non-record (16 MB)"}
 DECODE_COMMAND = ("python -c \"import lzma,base64;s=open('train_gpt.py').read();print(lzma.decompress("
                   "base64.b85decode(s.split('\\\"')[1]),format=lzma.FORMAT_RAW,"
                   "filters=[{'id':lzma.FILTER_LZMA2}]).decode())\"")
-# Hyperparameters that name the run rather than configure it: expected to differ between seeds.
-PER_RUN = {"seed", "run_id"}
 
 
 def render(request: PackageRequest, runs: list[Run], code: ShippedCode, data: dict,
@@ -185,8 +183,8 @@ def hyperparameters(runs: list[Run]) -> str:
             out.append(f"- `{k}`: " + ", ".join(f"seed {s}: `{b.get(k, '(absent)')}`"
                                                  for s, b in blocks.items()))
         out.append("")
-    out.append(f"The whole block of the seed-{runs[0].seed} log (`seed` and `run_id` differ per "
-               "run); Reproduce sets the ones that differ from the preset's defaults.")
+    out.append(f"The whole block of the seed-{runs[0].seed} log (`seed`, `run_id` and `out_dir` "
+               "differ per run); Reproduce sets the ones that differ from the preset's defaults.")
     out.append("")
     out.append("<details><summary>Hyperparameters block</summary>")
     out.append("")
@@ -215,7 +213,7 @@ def compliance(report: SubmissionReport, options: AuditOptions, runs: list[Run],
             source = rule.sources[0]
             out.append(f"| `{rule.id}` | {results[rule.id]} | {_md(rule.summary)} | "
                        f"[{_md(source.label)}]({source.url}) |")
-    lines = unchecked_lines(results, version="this version of pgolf")
+    lines = unchecked_lines(results, options, version="this version of pgolf")
     if lines:
         out += ["", *lines]
     warnings = [f for f in report.findings if f.severity == Severity.WARN and f.waived is None]

@@ -12,8 +12,10 @@ import posixpath
 from trainer.config import env_name, fields, format_value, load_config
 from trainer.errors import TrainerError
 
-# Set per run by the command itself, or machine-specific: never part of the settings to copy.
-_PER_RUN = {"seed", "run_id", "out_dir", "data_dir", "data_path", "tokenizer_path"}
+# Settings that name a run or where it writes: expected to differ between seeds.
+PER_RUN = {"seed", "run_id", "out_dir"}
+# Never copied as logged: the above, and the machine's data paths (`_data_paths` rewrites those).
+_NOT_COPIED = PER_RUN | {"data_dir", "data_path", "tokenizer_path"}
 
 
 def changed_settings(hparams: dict[str, str]) -> tuple[dict[str, str], list[str]]:
@@ -29,7 +31,7 @@ def changed_settings(hparams: dict[str, str]) -> tuple[dict[str, str], list[str]
     if preset != "record":
         changed["PRESET"] = preset
     for f in fields():
-        if f.name in _PER_RUN or f.name == "preset" or f.name not in hparams:
+        if f.name in _NOT_COPIED or f.name == "preset" or f.name not in hparams:
             continue
         default = None if defaults is None else format_value(getattr(defaults, f.name))
         if hparams[f.name] != default:

@@ -52,7 +52,7 @@ def _ttt_variant(adapt_first: bool, rescore: bool):
                 sliding.score_segments(model.forward_logits, tokens, sliding.segments(lo, hi, 32, 8),
                                        tally, byte_table(), **kw)
             ttt.train_on_chunk(model, opt, tokens, lo, hi, seq_len=32, epochs=2, batch_seqs=2,
-                               grad_clip=1.0, loss_fn=model, trace=trace)
+                               grad_clip=1.0, trace=trace)
             if adapt_first:
                 sliding.score_segments(model.forward_logits, tokens, sliding.segments(lo, hi, 32, 8),
                                        tally, byte_table(), **kw)

@@ -53,13 +53,14 @@ def test_zero_epochs_is_the_sliding_evaluation():
 
 
 def test_a_compiled_model_is_accepted_and_changes_nothing():
-    """The run loop passes torch.compile'd entry points; a compiled module has no truth value,
-    so TTT must not test it with `or` (it raised on the GPU run). Same losses as the plain model."""
+    """The run loop passes a torch.compile'd scoring entry point, which TTT must call as it is
+    (`is None`, not `or`: a compiled module raised on its truth value in the GPU run). Same
+    losses as the plain model."""
     tokens = markov_tokens(193)
     model = tiny_model()
     compiled = ttt.eval_ttt(model, tokens, byte_table(), log=lambda s: None,
-                            loss_fn=torch.compile(model, backend="eager"),
-                            logits_fn=torch.compile(model.forward_logits, backend="eager"), **SETTINGS)
+                            logits_fn=torch.compile(model.forward_logits, backend="eager"),
+                            **SETTINGS)
     assert compiled == pytest.approx(_run(tokens)[0], rel=1e-5)
 
 
