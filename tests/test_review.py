@@ -15,7 +15,6 @@ import runfolders
 from audits import __version__, submission
 from audits.compliance import unchecked_lines
 from audits.context import AuditOptions
-from audits.context import AuditOptions
 from audits.engine import AuditReport, SubmissionReport
 from audits.registry import found
 from audits.report.review import render_review
