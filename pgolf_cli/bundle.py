@@ -213,6 +213,14 @@ def _assigned_in_block(stmt: cst.CSTNode) -> set[str]:
             if isinstance(node.target, cst.Name):
                 found.add(node.target.value)
 
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            found.add(node.name.value)
+            return False  # its own assignments are local
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            found.add(node.name.value)
+            return False
+
     stmt.visit(Visitor())
     return found
 

@@ -144,6 +144,15 @@ def wrap(source: str) -> str:
     return WRAPPER_HEAD + base64.b85encode(packed).decode("ascii") + WRAPPER_TAIL
 
 
+def unwrap(text: str) -> str | None:
+    """The source a script made by `wrap` runs, or None if `text` is not one."""
+    if not (text.startswith(WRAPPER_HEAD) and text.endswith(WRAPPER_TAIL)):
+        return None
+    packed = base64.b85decode(text[len(WRAPPER_HEAD):-len(WRAPPER_TAIL)])
+    return lzma.decompress(packed, format=lzma.FORMAT_RAW,
+                           filters=[{"id": lzma.FILTER_LZMA2}]).decode("utf-8")
+
+
 def compact_form(source: str) -> str:
     """The smallest self-extracting form pgolf builds: minified when the source tokenizes here."""
     try:

@@ -17,12 +17,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-try:
-    import triton
-    import triton.language as tl
-    from triton.language.extra import libdevice
-except ImportError:  # CPU-only torch wheels come without Triton
-    triton = None
+from trainer.triton_support import libdevice, tl, triton
 
 
 def softcapped_cross_entropy(logits: Tensor, targets: Tensor, softcap: float) -> Tensor:

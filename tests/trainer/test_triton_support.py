@@ -1,0 +1,30 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import trainer.triton_support
+from trainer.codesize import compact_form
+
+REPO = Path(__file__).resolve().parents[2]
+PROBE = ("\nimport inspect\n"
+         "try:\n    print(inspect.getsource(probe).splitlines()[0])\n"
+         "except OSError:\n    print('no source')\n")
+
+
+def _run_wrapped(tmp_path: Path, source: str) -> list[str]:
+    script = tmp_path / "train_gpt.py"
+    script.write_text(compact_form(source), encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_self_extracting_script_has_readable_sources(tmp_path):
+    """@triton.jit reads each kernel's source with inspect, as the probe does here (CPU: no Triton).
+    Code that the wrapper exec()s has none, unless trainer.triton_support registers it."""
+    assert _run_wrapped(tmp_path, "def probe():\n    return 1\n" + PROBE) == ["no source"]
+    module = Path(trainer.triton_support.__file__).read_text(encoding="utf-8")
+    lines = _run_wrapped(tmp_path, module + "\ndef probe():\n    return 1\n" + PROBE)
+    assert lines == ["def probe():"]
