@@ -23,7 +23,6 @@ import torch.nn.functional as F
 
 from trainer.attention import activate_backend, causal_attention, choose_backend
 from trainer.config import Config
-from trainer.fused_mlp import leaky_relu2_mlp
 from trainer.softcap_ce import softcapped_cross_entropy
 
 
@@ -132,11 +131,6 @@ class MLP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # Squared LeakyReLU keeps a gradient for negative inputs, which relu^2 zeroes (PR #493).
-        if torch.is_grad_enabled():  # training and TTT: the activation fused into the matmuls
-            return leaky_relu2_mlp(x, self.fc.weight.to(x.dtype), self.proj.weight.to(x.dtype),
-                                   self.negative_slope)
-        # Without gradients the two linears run as modules, whose forward hooks collect GPTQ's
-        # Hessians (trainer/hessians.py).
         return self.proj(F.leaky_relu(self.fc(x), self.negative_slope).square())
 
 

@@ -111,6 +111,32 @@ def test_what_cannot_be_bundled_is_refused(tmp_path, files, message):
         build_bundle(src)
 
 
+GUARDED = '''\
+    from trainer.b import g
+    FAST = True
+    if FAST:
+        def {name}():
+            mask = 1
+            return mask
+
+    def f():
+        return g()
+'''
+
+
+def test_names_defined_in_guarded_blocks(tmp_path):
+    """A function defined under `if` binds its name at top level (two such clash); the names it
+    assigns inside are its own (two such do not)."""
+    b = "if True:\n    def kernel_b():\n        mask = 2\n        return mask\n\ndef g():\n    return kernel_b()\n"
+    src = _package(tmp_path, {"main": MAIN, "a": GUARDED.format(name="kernel_a"), "b": b})
+    namespace: dict = {"__name__": "bundle"}
+    exec(build_bundle(src), namespace)
+    assert namespace["main"]() == 2 and namespace["kernel_a"]() == 1
+    _package(tmp_path, {"a": GUARDED.format(name="kernel_b")})
+    with pytest.raises(PgolfError, match="bind the top-level name 'kernel_b'"):
+        build_bundle(src)
+
+
 OPTIONAL = '''\
     try:
         from trainer.extra import hook
