@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 from audits import catalogue
-from audits.context import OPT_IN, AuditOptions
+from audits.context import NEEDS_OPTION, AuditOptions
 from audits.engine import SubmissionReport
 from audits.findings import Severity
 from audits.registry import CHECKS
@@ -37,18 +37,19 @@ def checked(rule: catalogue.Rule, options: AuditOptions) -> bool:
 
 
 def unchecked_lines(results: dict[str, str], options: AuditOptions, *, version: str) -> list[str]:
-    """The sentences naming the rules without a result: opt-in ones this audit was not asked to
-    run, and the rest, which `version` (the renderer's wording of "this version of pgolf") did
-    not decide."""
+    """The sentences naming the rules without a result: those whose option was off in this audit,
+    and the rest, which `version` (the renderer's wording of "this version of pgolf") did not
+    decide."""
     missing = [rule for rule, status in results.items() if status == "not checked"]
-    opt_in = [rule for rule in missing if rule in OPT_IN and not getattr(options, OPT_IN[rule])]
-    other = [rule for rule in missing if rule not in opt_in]
+    off = [rule for rule in missing
+           if rule in NEEDS_OPTION and not getattr(options, NEEDS_OPTION[rule])]
+    other = [rule for rule in missing if rule not in off]
     lines = []
     if other:
         lines.append(f"Not checked by {version}: " + ", ".join(f"`{r}`" for r in other) + ".")
-    if opt_in:
-        lines.append("Not run (opt-in): " + ", ".join(
-            f"`{r}` (`pgolf audit --{OPT_IN[r]}`)" for r in opt_in) + ".")
+    if off:
+        lines.append("Not run (option off): " + ", ".join(
+            f"`{r}` (`pgolf audit --{NEEDS_OPTION[r]}`)" for r in off) + ".")
     return lines
 
 

@@ -25,8 +25,10 @@ class Baseline:
     label: str
 
 
-# Rules that run only when asked for, by the option that asks (they cost seconds of CPU).
-OPT_IN = {"EVAL_CAUSALITY_PROBE": "probe"}
+# Rules that run only when their option is on: the causality probes when asked for (they cost
+# seconds of CPU), the smoke import unless turned off (the CLI turns it on where torch is
+# installed). With the option off they are "not checked", never "pass".
+NEEDS_OPTION = {"EVAL_CAUSALITY_PROBE": "probe", "IMPORT_FAIL": "smoke", "IMPORT_STUB_LIMIT": "smoke"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,7 +47,7 @@ class AuditOptions:
     probe: bool = False  # run the causality probes on pgolf's own evaluation (--probe)
 
     def selected(self, rule_id: str) -> bool:
-        if rule_id in OPT_IN and not getattr(self, OPT_IN[rule_id]):
+        if rule_id in NEEDS_OPTION and not getattr(self, NEEDS_OPTION[rule_id]):
             return False
         if self.only and rule_id not in self.only:
             return False

@@ -182,7 +182,9 @@ def test_readme_has_every_section_and_the_figures(packaged):
     assert "#1017 C3 score before update | pass" in text  # the wrapped script is unwrapped and read
     assert ("| `TRAIN_OVER_BUDGET` | pass | Training takes at most 600 s on every seed. | [challenge "
             "README, Rules, 10 minutes on 8xH100](https://github.com/openai/parameter-golf#readme) |") in text
-    assert "Not run (opt-in): `EVAL_CAUSALITY_PROBE` (`pgolf audit --probe`)." in text
+    # Packaging runs no smoke import, so the smoke rules are not passed (they were before).
+    assert ("Not run (option off): `IMPORT_FAIL` (`pgolf audit --smoke`), `IMPORT_STUB_LIMIT` "
+            "(`pgolf audit --smoke`), `EVAL_CAUSALITY_PROBE` (`pgolf audit --probe`).") in text
     assert "/tmp" not in text and str(result.folder) not in text
 
 

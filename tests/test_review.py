@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 import runfolders
 from audits import __version__, submission
-from audits.compliance import unchecked_lines
+from audits.compliance import rule_results, unchecked_lines
 from audits.context import AuditOptions
 from audits.engine import AuditReport, SubmissionReport
 from audits.registry import found
@@ -52,7 +52,7 @@ def test_review_of_a_clean_folder(folder):
     assert "| #1017 C3 score before update |" in text
     assert "**Smoke test:** INFO `IMPORT_FAIL`: SMOKE_TEST_PASS: imported" in text
     # The causality probe is checked by this version, when asked for: not "not checked by" it.
-    assert "Not run (opt-in): `EVAL_CAUSALITY_PROBE` (`pgolf audit --probe`)." in text
+    assert "Not run (option off): `EVAL_CAUSALITY_PROBE` (`pgolf audit --probe`)." in text
     assert "EVAL_CAUSALITY_PROBE" not in next((line for line in text.splitlines()
                                                if line.startswith("Not checked by")), "")
     assert text.rstrip().endswith(f"<sub>pgolf {__version__} · Python target 3.10 (default: the "
@@ -137,9 +137,19 @@ def test_review_of_a_pr_branch_names_repository_paths(folder, tmp_path):
     assert f"at `records/track_10min_16mb/{folder.name}/submission.json:" in text
 
 
-def test_an_opt_in_rule_asked_for_but_not_decided_is_not_called_opt_in():
+def test_a_rule_whose_option_was_on_but_not_decided_is_not_called_off():
     results = {"EVAL_CAUSALITY_PROBE": "not checked", "VAL_SUBSET": "pass"}
     assert unchecked_lines(results, AuditOptions(), version="this version") == [
-        "Not run (opt-in): `EVAL_CAUSALITY_PROBE` (`pgolf audit --probe`)."]
+        "Not run (option off): `EVAL_CAUSALITY_PROBE` (`pgolf audit --probe`)."]
     assert unchecked_lines(results, AuditOptions(probe=True), version="this version") == [
         "Not checked by this version: `EVAL_CAUSALITY_PROBE`."]
+
+
+def test_smoke_rules_are_not_passed_when_the_smoke_import_is_off(folder):
+    """No import ran, so IMPORT_FAIL cannot pass; it was reported as a pass before."""
+    report = SubmissionReport(submission.load(folder), [], [])
+    for smoke, status in ((False, "not checked"), (True, "pass")):
+        results = rule_results(report, AuditOptions(smoke=smoke))
+        assert results["IMPORT_FAIL"] == results["IMPORT_STUB_LIMIT"] == status
+    lines = unchecked_lines(rule_results(report, AuditOptions()), AuditOptions(), version="v")
+    assert "`IMPORT_FAIL` (`pgolf audit --smoke`)" in lines[-1]

@@ -46,7 +46,8 @@ def import_fail(sub, options):
     no `__main__` guard that calls its own functions or loops at the top level is reported and not
     imported. The script's code can forge its own report; the sandbox contains it, it does not
     verify it. Without bubblewrap the filesystem is the host's; without bubblewrap or unshare the
-    network is too, and the finding says so.
+    network is too, and the finding says so. With `--no-smoke` (and in `pgolf package`, which
+    imports nothing) the rule is "not checked", never a pass.
     """
     result = smoke_result(sub, options)
     if result is not None:
