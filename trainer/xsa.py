@@ -57,13 +57,13 @@ def _backward_formula(grad_out: Tensor, y: Tensor, v: Tensor) -> tuple[Tensor, T
 
 
 @torch.library.custom_op("pgolf::xsa", mutates_args=())
-def exclusive_self_attention(y: Tensor, v: Tensor) -> Tensor:
+def fused_exclusive_self_attention(y: Tensor, v: Tensor) -> Tensor:
     """y (B, T, H, D) minus its projection on the token's unit value vector; v (B, T, Hkv, D),
     query heads grouped as in GQA. Returns (B, T, H, D) in y's dtype, contiguous."""
     return _formula(y, v)
 
 
-@exclusive_self_attention.register_fake
+@fused_exclusive_self_attention.register_fake
 def _xsa_fake(y: Tensor, v: Tensor) -> Tensor:
     return y.new_empty(y.shape)
 
@@ -88,7 +88,7 @@ def _xsa_grad(ctx, grad_out: Tensor) -> tuple[Tensor, Tensor]:
     return xsa_backward(grad_out, y, v)
 
 
-exclusive_self_attention.register_autograd(_xsa_grad, setup_context=_xsa_setup_context)
+fused_exclusive_self_attention.register_autograd(_xsa_grad, setup_context=_xsa_setup_context)
 
 
 if triton is not None:
@@ -107,7 +107,7 @@ if triton is not None:
                         BLOCK: tl.constexpr):
         inside, v_offsets, y_offsets = _rows(tl.program_id(0) * BLOCK, n_rows, GROUP, D, BLOCK)
         v = tl.load(v_ptr + v_offsets, mask=inside[:, None], other=0.0).to(tl.float32)
-        u = v / tl.maximum(tl.sqrt(tl.sum(v * v, axis=1)), 1e-12)[:, None]
+        u = v / tl.maximum(tl.sqrt(tl.sum(v * v, axis=1)), 1e-12)[:, None]  # 1e-12: EPS
         y = tl.load(y_ptr + y_offsets, mask=inside[:, None, None], other=0.0).to(tl.float32)
         s = tl.sum(y * u[:, None, :], axis=2)
         out = y - s[:, :, None] * u[:, None, :]
@@ -145,7 +145,7 @@ if triton is not None:
             kernel[(triton.cdiv(n_rows, _BLOCK),)](*args, n_rows, GROUP=group, D=d, BLOCK=_BLOCK,
                                                    num_warps=4)
 
-    @exclusive_self_attention.register_kernel("cuda")
+    @fused_exclusive_self_attention.register_kernel("cuda")
     def _xsa_cuda(y: Tensor, v: Tensor) -> Tensor:
         if not _covered(y, v):
             return _formula(y, v)
