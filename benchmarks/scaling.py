@@ -31,6 +31,7 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
+from benchmarks.step_profile import make_batches  # noqa: E402
 from trainer import distributed  # noqa: E402
 from trainer.config import load_config  # noqa: E402
 from trainer.evaluate import autocast  # noqa: E402
@@ -53,14 +54,9 @@ def worker(steps: int) -> None:
     if d.world_size > 1:
         net = DistributedDataParallel(net, device_ids=[device.index], broadcast_buffers=False)
     opts = build_optimizers(cfg, model, d)
-    # train_step reads these fields of a Run and a loader's next_batch(); random tokens per rank.
+    # train_step reads these fields of a Run and a loader's next_batch().
     run = types.SimpleNamespace(cfg=cfg, dist=d, device=device, autocast=lambda: autocast(device))
-    gen = torch.Generator().manual_seed(d.rank)
-    seqs = cfg.train_batch_tokens // (distributed.REFERENCE_WORLD_SIZE * cfg.train_seq_len)
-    batches = []
-    for _ in range(d.grad_accum_steps):
-        tokens = torch.randint(0, cfg.vocab_size, (seqs, cfg.train_seq_len + 1), generator=gen).to(device)
-        batches.append((tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()))
+    batches = make_batches(cfg, d.grad_accum_steps, device)  # micro-batches of the 8-GPU size
     loader = types.SimpleNamespace(next_batch=functools.partial(next, itertools.cycle(batches)))
     result = {"nproc": d.world_size}
     for looping in (False, True):

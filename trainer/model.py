@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from trainer.attention import activate_backend, causal_attention, choose_backend
 from trainer.config import Config
 from trainer.softcap_ce import softcapped_cross_entropy
-from trainer.xsa import fused_exclusive_self_attention
+from trainer.xsa import exclusive_self_attention, fused_exclusive_self_attention
 
 
 class RMSNorm(nn.Module):
@@ -82,15 +82,6 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
     x1, x2 = x[..., : rd // 2], x[..., rd // 2 : rd]
     rotated = torch.cat((x1 * cos + x2 * sin, x2 * cos - x1 * sin), dim=-1)
     return torch.cat((rotated, x[..., rd:]), dim=-1) if rd < x.size(-1) else rotated
-
-
-def exclusive_self_attention(y: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """Remove from each head's output its component along the token's own value vector
-    (XSA, arXiv:2603.09078). y (B, T, H, D), v (B, T, Hkv, D); heads are grouped as in GQA."""
-    B, T, H, D = y.shape
-    y = y.view(B, T, v.size(2), H // v.size(2), D)
-    v_hat = F.normalize(v, dim=-1).unsqueeze(3)  # (B, T, Hkv, 1, D)
-    return (y - (y * v_hat).sum(-1, keepdim=True) * v_hat).view(B, T, H, D)
 
 
 class CausalSelfAttention(nn.Module):

@@ -9,7 +9,8 @@ and once backward (recomputing tanh from z), and writes the gradient in the logi
 
 Both directions are custom ops, `pgolf::softcap_ce` and `pgolf::softcap_ce_backward`, so
 torch.compile(fullgraph=True) keeps each as one opaque call. Their default implementation is the
-same formula in PyTorch ops: it runs on CPU, and wherever Triton is not installed.
+same formula in PyTorch ops: it runs on CPU, and wherever Triton is not available
+(trainer/triton_support.py).
 """
 
 from __future__ import annotations

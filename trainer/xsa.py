@@ -16,6 +16,7 @@ CPU, for head layouts the kernel does not cover, and wherever Triton is not inst
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from trainer.triton_support import tl, triton
@@ -23,24 +24,36 @@ from trainer.triton_support import tl, triton
 EPS = 1e-12  # F.normalize's
 
 
+def exclusive_self_attention(y: Tensor, v: Tensor) -> Tensor:
+    """The PyTorch ops, in the inputs' dtype (what scoring runs): y (B, T, H, D) minus each head's
+    component along the token's own unit value vector; v (B, T, Hkv, D), heads grouped as in GQA."""
+    B, T, H, D = y.shape
+    y = y.view(B, T, v.size(2), H // v.size(2), D)
+    v_hat = F.normalize(v, dim=-1, eps=EPS).unsqueeze(3)  # (B, T, Hkv, 1, D)
+    return (y - (y * v_hat).sum(-1, keepdim=True) * v_hat).view(B, T, H, D)
+
+
+def _wide(t: Tensor) -> Tensor:
+    """t in fp32, or wider if it already is (fp64 in tests)."""
+    return t.to(torch.promote_types(t.dtype, torch.float32))
+
+
 def _groups(t: Tensor, kv_heads: int) -> Tensor:
     """(B, T, H, D) -> (B, T, Hkv, H / Hkv, D), at least fp32."""
     B, T, H, D = t.shape
-    return t.reshape(B, T, kv_heads, H // kv_heads, D).to(torch.promote_types(t.dtype, torch.float32))
+    return _wide(t).reshape(B, T, kv_heads, H // kv_heads, D)
 
 
 def _unit(v: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """(u, |v|, max(|v|, eps)) of v (B, T, Hkv, D), at least fp32; u as F.normalize gives it."""
-    v = v.to(torch.promote_types(v.dtype, torch.float32))
+    v = _wide(v)
     norm = v.norm(dim=-1, keepdim=True)
     clamped = norm.clamp_min(EPS)
     return v / clamped, norm, clamped
 
 
-def _formula(y: Tensor, v: Tensor) -> Tensor:
-    groups, (u, _, _) = _groups(y, v.size(2)), _unit(v)
-    u = u.unsqueeze(3)
-    return (groups - (groups * u).sum(-1, keepdim=True) * u).reshape(y.shape).to(y.dtype)
+def _forward_formula(y: Tensor, v: Tensor) -> Tensor:
+    return exclusive_self_attention(_wide(y), _wide(v)).to(y.dtype).contiguous()
 
 
 def _backward_formula(grad_out: Tensor, y: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
@@ -58,9 +71,9 @@ def _backward_formula(grad_out: Tensor, y: Tensor, v: Tensor) -> tuple[Tensor, T
 
 @torch.library.custom_op("pgolf::xsa", mutates_args=())
 def fused_exclusive_self_attention(y: Tensor, v: Tensor) -> Tensor:
-    """y (B, T, H, D) minus its projection on the token's unit value vector; v (B, T, Hkv, D),
-    query heads grouped as in GQA. Returns (B, T, H, D) in y's dtype, contiguous."""
-    return _formula(y, v)
+    """`exclusive_self_attention` computed in fp32 and rounded once to y's dtype, as the kernels
+    do; returns (B, T, H, D), contiguous."""
+    return _forward_formula(y, v)
 
 
 @fused_exclusive_self_attention.register_fake
@@ -148,7 +161,7 @@ if triton is not None:
     @fused_exclusive_self_attention.register_kernel("cuda")
     def _xsa_cuda(y: Tensor, v: Tensor) -> Tensor:
         if not _covered(y, v):
-            return _formula(y, v)
+            return _forward_formula(y, v)
         y, v = y.contiguous(), v.contiguous()
         out = torch.empty_like(y)
         n_rows = v.numel() // v.size(3)

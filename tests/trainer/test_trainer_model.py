@@ -5,7 +5,8 @@ import torch
 import torch.nn as nn
 
 from trainer.config import load_config
-from trainer.model import GPT, Rotary, apply_rope, exclusive_self_attention, layer_order
+from trainer.model import GPT, Rotary, apply_rope, layer_order
+from trainer.xsa import exclusive_self_attention
 
 TINY = load_config({"PRESET": "tiny"})
 

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from trainer.model import exclusive_self_attention as _reference  # the PyTorch ops scoring runs
+from trainer.xsa import exclusive_self_attention as _reference  # the PyTorch ops scoring runs
 from trainer.xsa import fused_exclusive_self_attention, xsa_backward
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="the Triton kernels need a CUDA GPU")
