@@ -8,9 +8,9 @@ it random tokens (no data pipeline: this isolates the GPU work), and for looping
   - times --steps steps after 3 compile/warmup steps (CUDA-synchronized wall clock, median);
   - splits one step into forward+backward of the 8 micro-batches, gradient clipping, and the
     optimizer step;
-  - profiles one step and prints the CUDA kernels grouped by kind (attention, matmul, fused
-    Triton/inductor, copy/cast, other) with their share of the step, the top kernels by name, and
-    writes the top 40 of each graph to DIR/step_profile.json;
+  - profiles one step and prints the CUDA kernels grouped by kind (pgolf's fused loss and XSA
+    kernels, attention, matmul, fused Triton/inductor, copy/cast, other) with their share of the
+    step, the top kernels by name, and writes the top 40 of each graph to DIR/step_profile.json;
   - prints the dtype of the residual stream inside a block.
 The numbers are what the speed work of the trainer is measured against (docs/benchmarks.md).
 """
@@ -38,6 +38,7 @@ from trainer.model import build_model  # noqa: E402
 from trainer.optim import build_optimizers  # noqa: E402
 
 KINDS = (("softcapped CE (fused)", ("softcap_ce",)),
+         ("exclusive self-attention (fused)", ("_xsa_",)),
          ("attention", ("cudnn", "flash", "fmha", "sdpa", "attn")),
          ("matmul", ("gemm", "cutlass", "sm90", "nvjet", "cublas")),
          ("fused (Triton, inductor)", ("triton",)),
