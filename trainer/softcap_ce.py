@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from trainer.triton_support import libdevice, tl, triton
+from trainer.triton_support import tl, triton
 
 
 def softcapped_cross_entropy(logits: Tensor, targets: Tensor, softcap: float) -> Tensor:
@@ -83,6 +83,14 @@ softcap_ce_rows.register_autograd(_softcap_ce_grad, setup_context=_softcap_ce_se
 
 if triton is not None:
     @triton.jit
+    def _tanh(u):
+        """tanh from one exp and one division. libdevice's tanh is a longer instruction sequence
+        that made both kernels compute-bound: about 1.1 ms against 0.76 (forward) and 0.90
+        (backward) for the record's head on an H200. The result differs from it by fp32 rounding,
+        and saturates to +-1 where exp overflows or vanishes."""
+        return 1.0 - 2.0 / (tl.exp(2.0 * u) + 1.0)
+
+    @triton.jit
     def _softcap_ce_fwd_kernel(logits_ptr, targets_ptr, loss_ptr, lse_ptr, n_cols, softcap, inv_softcap,
                                BLOCK: tl.constexpr):
         row = tl.program_id(0).to(tl.int64)  # row * n_cols passes 2**31 for large vocabularies
@@ -93,7 +101,7 @@ if triton is not None:
         for start in range(0, n_cols, BLOCK):
             cols = start + tl.arange(0, BLOCK)
             z = tl.load(row_ptr + cols, mask=cols < n_cols, other=0.0).to(tl.float32)
-            s = tl.where(cols < n_cols, softcap * libdevice.tanh(z * inv_softcap), float("-inf"))
+            s = tl.where(cols < n_cols, softcap * _tanh(z * inv_softcap), float("-inf"))
             block_max = tl.maximum(running_max, tl.max(s, axis=0))
             running_sum = (running_sum * tl.exp(running_max - block_max)
                            + tl.sum(tl.exp(s - block_max), axis=0))
@@ -101,7 +109,7 @@ if triton is not None:
         lse = running_max + tl.log(running_sum)
         z_target = tl.load(row_ptr + tl.load(targets_ptr + row)).to(tl.float32)
         tl.store(lse_ptr + row, lse)
-        tl.store(loss_ptr + row, lse - softcap * libdevice.tanh(z_target * inv_softcap))
+        tl.store(loss_ptr + row, lse - softcap * _tanh(z_target * inv_softcap))
 
     @triton.jit
     def _softcap_ce_bwd_kernel(grad_loss_ptr, logits_ptr, targets_ptr, lse_ptr, grad_ptr, n_cols, softcap,
@@ -114,19 +122,19 @@ if triton is not None:
             cols = start + tl.arange(0, BLOCK)
             mask = cols < n_cols
             z = tl.load(logits_ptr + row * n_cols + cols, mask=mask, other=0.0).to(tl.float32)
-            t = libdevice.tanh(z * inv_softcap)
+            t = _tanh(z * inv_softcap)
             dloss_ds = tl.exp(softcap * t - lse) - tl.where(cols == target, 1.0, 0.0)
             grad = grad_loss * dloss_ds * (1.0 - t * t)
             tl.store(grad_ptr + row * n_cols + cols, grad.to(grad_ptr.dtype.element_ty), mask=mask)
 
     def _softcap_ce_launch_config(n_cols: int) -> tuple[int, int]:
         """(BLOCK, num_warps). A bf16 row of the 8192-token vocabulary (16 KB) fits one block of
-        8192, so the loop runs once and the running sum is never rescaled; 16 warps give each
-        thread 16 values (two 16-byte loads of bf16), enough bytes in flight per program without
-        holding much of the row per thread in registers. Larger vocabularies loop over blocks of
-        8192; smaller ones keep 16 values per thread."""
+        8192, so the loop runs once and the running sum is never rescaled; 8 warps give each
+        thread 32 values (four 16-byte loads of bf16), which measured faster than 16 warps with
+        16 values each (0.76 against 0.87 ms forward on an H200). Larger vocabularies loop over
+        blocks of 8192; smaller ones keep 32 values per thread."""
         block = min(triton.next_power_of_2(n_cols), 8192)
-        return block, min(16, max(1, block // 512))
+        return block, min(8, max(1, block // 1024))
 
     @softcap_ce_rows.register_kernel("cuda")
     def _softcap_ce_rows_cuda(logits: Tensor, targets: Tensor, softcap: float) -> tuple[Tensor, Tensor]:

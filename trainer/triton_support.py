@@ -16,9 +16,8 @@ from trainer.codesize import unwrap
 try:
     import triton
     import triton.language as tl
-    from triton.language.extra import libdevice
 except ImportError:
-    triton = tl = libdevice = None
+    triton = tl = None
 
 
 def _kernel_sources_readable() -> bool:
@@ -34,4 +33,4 @@ def _kernel_sources_readable() -> bool:
 
 
 if not _kernel_sources_readable():
-    triton = tl = libdevice = None
+    triton = tl = None
