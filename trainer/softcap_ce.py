@@ -85,9 +85,10 @@ if triton is not None:
     @triton.jit
     def _tanh(u):
         """tanh from one exp and one division. libdevice's tanh is a longer instruction sequence
-        that made both kernels compute-bound: about 1.1 ms against 0.76 (forward) and 0.90
-        (backward) for the record's head on an H200. The result differs from it by fp32 rounding,
-        and saturates to +-1 where exp overflows or vanishes."""
+        that made both kernels compute-bound: about 1.1 ms each way for the record's head on an
+        H200, against 0.76 forward and 0.90 backward with this (docs/benchmarks.md). The result
+        differs from libdevice's by about fp32 rounding, and saturates to +-1 where exp
+        overflows or vanishes."""
         return 1.0 - 2.0 / (tl.exp(2.0 * u) + 1.0)
 
     @triton.jit
