@@ -33,32 +33,34 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+from benchmarks.train_h200 import VAL_DOCS  # noqa: E402
 from trainer.data import TrainLoader  # noqa: E402
 from trainer.dataprep import BOS_ID, iter_documents, write_shards  # noqa: E402
 from trainer.distributed import Dist  # noqa: E402
 from trainer.shards import shard_paths  # noqa: E402
 
 SEQS, SEQ_LEN, HEADS, KV_HEADS, HEAD_DIM = 48, 2048, 8, 4, 64
-VAL_DOCS = 1030  # the corpus' validation split, skipped: training windows only
 
 
 def segment_starts(x: torch.Tensor, bos_id: int = BOS_ID) -> torch.Tensor:
-    """Flat positions where a segment starts in the (B, T) windows x: each window's first
-    token and every BOS; a document cut by a window edge is a segment of its own."""
+    """Where a segment starts in the (B, T) windows x, as a mask: each window's first token and
+    every BOS; a document cut by a window edge is a segment of its own."""
     starts = x == bos_id
     starts[:, 0] = True
-    return starts.flatten().nonzero().squeeze(1)
+    return starts
 
 
 def cu_seqlens(x: torch.Tensor) -> torch.Tensor:
     """Cumulative segment lengths of the flattened windows, int32, as varlen kernels take them."""
-    return torch.cat((segment_starts(x), torch.tensor([x.numel()], device=x.device))).int()
+    starts = segment_starts(x).flatten().nonzero().squeeze(1)
+    return torch.cat((starts, torch.tensor([x.numel()], device=x.device))).int()
 
 
-def pairs_inside_documents(cu: torch.Tensor, seqs: int, seq_len: int) -> float:
+def pairs_inside_documents(cu: torch.Tensor, seq_len: int) -> float:
     """Fraction of the causal (query, key) pairs of the windows whose two tokens share a segment."""
     lengths = cu.diff().double()
-    return float((lengths * (lengths + 1) / 2).sum() / (seqs * seq_len * (seq_len + 1) / 2))
+    windows = int(cu[-1]) // seq_len
+    return float((lengths * (lengths + 1) / 2).sum() / (windows * seq_len * (seq_len + 1) / 2))
 
 
 def training_windows(corpus: Path, docs: int, batches: int) -> list[torch.Tensor]:
@@ -96,9 +98,7 @@ def variants(q, k, v, x: torch.Tensor) -> dict:
     longest = int(cu.diff().max())
     flat = [t.view(B * T, t.size(2), HEAD_DIM) for t in (q, k, v)]
     heads_first = [t.transpose(1, 2) for t in (q, k, v)]
-    document = torch.zeros(B * T, dtype=torch.int32, device=x.device)
-    document[cu[1:-1].long()] = 1
-    document = document.cumsum(0).view(B, T)
+    document = segment_starts(x).flatten().cumsum(0).view(B, T)  # segment index per position
 
     def same_document_causal(b, h, q_idx, kv_idx):
         return (kv_idx <= q_idx) & (document[b, q_idx] == document[b, kv_idx])
@@ -150,7 +150,7 @@ def main() -> None:
         x = x.to(device)
         cu = cu_seqlens(x)
         print(f"micro-batch {i}: {len(cu) - 1} segments, longest {int(cu.diff().max())}, "
-              f"{pairs_inside_documents(cu, SEQS, SEQ_LEN):.3f} of the causal pairs inside one document")
+              f"{pairs_inside_documents(cu, SEQ_LEN):.3f} of the causal pairs inside one document")
         found = variants(q, k, v, x)
         outputs = {}
         for name, fn in found.items():

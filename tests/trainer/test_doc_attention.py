@@ -15,6 +15,6 @@ def test_segments_start_at_each_window_and_each_bos():
 
 def test_pairs_inside_documents():
     one_document = torch.tensor([[BOS, 3, 3, 3]])
-    assert pairs_inside_documents(cu_seqlens(one_document), 1, 4) == 1.0
+    assert pairs_inside_documents(cu_seqlens(one_document), 4) == 1.0
     halves = torch.tensor([[BOS, 3, BOS, 3]])
-    assert pairs_inside_documents(cu_seqlens(halves), 1, 4) == (3 + 3) / 10
+    assert pairs_inside_documents(cu_seqlens(halves), 4) == (3 + 3) / 10
