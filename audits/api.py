@@ -6,10 +6,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from audits import submission as submission_mod
-from audits.checks.layout import layout_not_single_folder
 from audits.context import AuditOptions
 from audits.engine import AuditReport, SubmissionReport, audit_submission
-from audits.gitdiff import added_folders, changed_paths
+from audits.rules.layout import layout_not_single_folder
+from audits.submission.gitdiff import added_folders, changed_paths
 
 
 def load_submissions(paths: Iterable[str], options: AuditOptions) -> list[submission_mod.Submission]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 from audits import catalogue
-from audits.context import NEEDS_OPTION, AuditOptions
+from audits.context import AuditOptions
 from audits.engine import SubmissionReport
 from audits.findings import Severity
 from audits.registry import CHECKS
@@ -32,8 +32,8 @@ class ConditionResult:
 
 
 def checked(rule: catalogue.Rule, options: AuditOptions) -> bool:
-    """Whether this version of pgolf decides `rule` (input-hygiene rules are found while loading)."""
-    return options.selected(rule.id) and (rule.id in CHECKS or rule.family == "input")
+    """Whether this version of pgolf decides `rule`."""
+    return options.selected(rule.id) and rule.id in CHECKS
 
 
 def unchecked_lines(results: dict[str, str], options: AuditOptions, *, version: str) -> list[str]:
@@ -41,15 +41,14 @@ def unchecked_lines(results: dict[str, str], options: AuditOptions, *, version: 
     and the rest, which `version` (the renderer's wording of "this version of pgolf") did not
     decide."""
     missing = [rule for rule, status in results.items() if status == "not checked"]
-    off = [rule for rule in missing
-           if rule in NEEDS_OPTION and not getattr(options, NEEDS_OPTION[rule])]
+    off = [rule for rule in missing if not options.option_on(rule)]
     other = [rule for rule in missing if rule not in off]
     lines = []
     if other:
         lines.append(f"Not checked by {version}: " + ", ".join(f"`{r}`" for r in other) + ".")
     if off:
         lines.append("Not run (option off): " + ", ".join(
-            f"`{r}` (`pgolf audit --{NEEDS_OPTION[r]}`)" for r in off) + ".")
+            f"`{r}` (`pgolf audit --{catalogue.get(r).needs_option}`)" for r in off) + ".")
     return lines
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from audits.registry import ROWS
+
 DEFAULT_PYTHON = (3, 10)
 DEFAULT_PYTHON_ORIGIN = (
     "default: the community reviewers' CPU smoke box runs Python 3.10; no organizer rule pins a "
@@ -25,11 +27,6 @@ class Baseline:
     label: str
 
 
-# Rules that run only when their option is on: the causality probes when asked for (they cost
-# seconds of CPU), the smoke import unless turned off (the CLI turns it on where torch is
-# installed). With the option off they are "not checked", never "pass".
-NEEDS_OPTION = {"EVAL_CAUSALITY_PROBE": "probe", "IMPORT_FAIL": "smoke", "IMPORT_STUB_LIMIT": "smoke"}
-
 
 @dataclasses.dataclass(frozen=True)
 class AuditOptions:
@@ -47,11 +44,18 @@ class AuditOptions:
     probe: bool = False  # run the causality probes on pgolf's own evaluation (--probe)
 
     def selected(self, rule_id: str) -> bool:
-        if rule_id in NEEDS_OPTION and not getattr(self, NEEDS_OPTION[rule_id]):
+        """Whether the rule runs: chosen by --only/--skip, and its option on where it needs one
+        (the causality probes when asked for, the smoke import unless turned off); with the
+        option off it is "not checked", never "pass"."""
+        if not self.option_on(rule_id):
             return False
         if self.only and rule_id not in self.only:
             return False
         return rule_id not in self.skip
+
+    def option_on(self, rule_id: str) -> bool:
+        option = ROWS[rule_id].needs_option
+        return option is None or getattr(self, option)
 
     @property
     def python_label(self) -> str:

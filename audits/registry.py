@@ -1,28 +1,101 @@
-"""Check registration: one function per rule ID, found from the ID in one step."""
+"""The registry: each rule's row (ID, severity, family, summary, sources) and its check, both
+registered by the rule's own module in audits/rules, so a rule is found from its ID in one step.
+
+    RULES = rules(Rule("SLOT", FAIL, "legality", "No per-window ...", (pr(1240),), (C1, C3)))
+
+    @check("SLOT")
+    def slot(sub, options):
+        '''What it checks: ...'''        # the rule's documentation
+        yield found("SLOT", "...")
+
+IDs are never reused or renamed.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from audits import catalogue
 from audits.findings import Finding, Severity
 
 if TYPE_CHECKING:
     from audits.context import AuditOptions
     from audits.submission import Submission
 
+REPO = "https://github.com/openai/parameter-golf"
+FAIL, WARN = Severity.FAIL, Severity.WARN
+C1, C2, C3, C4 = (f"#1017 C{i}" for i in range(1, 5))
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    label: str
+    url: str
+
+    def __str__(self) -> str:
+        return f"{self.label} <{self.url}>"
+
+
+def issue(number: int, note: str = "") -> Source:
+    label = f"openai/parameter-golf#{number}" + (f" ({note})" if note else "")
+    return Source(label, f"{REPO}/issues/{number}")
+
+
+def pr(number: int, note: str = "") -> Source:
+    label = f"PR #{number}" + (f" ({note})" if note else "")
+    return Source(label, f"{REPO}/pull/{number}")
+
+
+def readme(section: str) -> Source:
+    return Source(f"challenge README, {section}", f"{REPO}#readme")
+
+
+def pgolf(reason: str) -> Source:
+    """A rule pgolf adds beyond the challenge's text; the reason says why it exists."""
+    return Source(f"pgolf: {reason}", f"{REPO}#readme")
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    id: str
+    severity: Severity
+    family: str
+    summary: str
+    sources: tuple[Source, ...]
+    conditions: tuple[str, ...] = ()
+    # The AuditOptions field that must be on for the rule to run (the causality probes cost
+    # seconds of CPU; the smoke import runs code). With it off the rule is "not checked".
+    needs_option: str | None = None
+
+    @property
+    def primary_source(self) -> str:
+        conds = ", ".join(self.conditions)
+        first = self.sources[0].label if self.sources else ""
+        return f"{conds}; {first}" if conds else first
+
+
 CheckFn = Callable[["Submission", "AuditOptions"], Iterable[Finding]]
 
+ROWS: dict[str, Rule] = {}
 CHECKS: dict[str, CheckFn] = {}
+
+
+def rules(*rows: Rule) -> tuple[Rule, ...]:
+    """Register a family's rows; the catalogue lists them in the order they were registered."""
+    for row in rows:
+        if row.id in ROWS:
+            raise ValueError(f"rule {row.id} is registered twice")
+        ROWS[row.id] = row
+    return rows
 
 
 def check(rule_id: str) -> Callable[[CheckFn], CheckFn]:
     """Register `fn` as the check of `rule_id`. Its docstring is the rule's documentation."""
 
     def register(fn: CheckFn) -> CheckFn:
-        if rule_id not in catalogue.BY_ID:
-            raise ValueError(f"check {fn.__name__} names unknown rule {rule_id}")
+        if rule_id not in ROWS:
+            raise ValueError(f"check {fn.__name__} names unregistered rule {rule_id}")
         if rule_id in CHECKS:
             raise ValueError(f"rule {rule_id} already has a check ({CHECKS[rule_id].__name__})")
         CHECKS[rule_id] = fn
@@ -32,8 +105,8 @@ def check(rule_id: str) -> Callable[[CheckFn], CheckFn]:
 
 
 def found(rule_id: str, message: str, *, severity: Severity | None = None, **fields) -> Finding:
-    """A finding of `rule_id` with the catalogue's severity and source unless given."""
-    rule = catalogue.get(rule_id)
+    """A finding of `rule_id` with the registered severity and source unless given."""
+    rule = ROWS[rule_id]
     fields.setdefault("source", rule.primary_source)
     return Finding(rule=rule_id, severity=rule.severity if severity is None else severity,
                    message=message, **fields)

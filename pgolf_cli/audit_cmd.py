@@ -10,9 +10,9 @@ import click
 
 from audits import api, catalogue
 from audits.context import DEFAULT_PYTHON, AuditOptions, Baseline
-from audits.logparse import parse_log
 from audits.report import FORMATS
 from audits.submission import LOG_LIMIT, InputError, read_bounded
+from audits.submission.logparse import parse_log
 from audits.waivers import load_waivers
 from pgolf_cli import console
 from pgolf_cli.errors import PgolfError

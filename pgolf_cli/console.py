@@ -11,10 +11,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from audits import catalogue, registry, runs
+from audits import catalogue, registry
 from audits.engine import AuditReport
 from audits.findings import Severity
 from audits.report.text import fmt_bpb, fmt_int, fmt_ms
+from audits.submission import runs
 
 _STYLE = {"FAIL": "bold red", "WARN": "yellow", "INFO": "dim"}
 

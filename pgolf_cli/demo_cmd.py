@@ -22,8 +22,8 @@ from rich.table import Table
 
 from audits.engine import AuditReport
 from audits.findings import Severity
-from audits.logparse import parse_log
 from audits.report.review import render_review
+from audits.submission.logparse import parse_log
 from pgolf_cli.console import finding_lines, write_atomic
 from pgolf_cli.data_cmd import split_summary
 from pgolf_cli.errors import PgolfError
@@ -101,7 +101,9 @@ def _say(stage: str, message: str) -> None:
 
 def _data(root: Path) -> tuple[Path, Path]:
     """The sample corpus as shards in the challenge's format, its tokenizer beside them."""
-    from trainer import dataprep  # numpy and sentencepiece load slowly: only when the demo runs
+    from trainer import (
+        dataprep,  # numpy and sentencepiece load slowly: only when the demo runs
+    )
 
     started = time.monotonic()
     dataset = root / "datasets" / DATASET

@@ -12,7 +12,8 @@ import re
 import shutil
 from pathlib import Path
 
-from audits import catalogue, codesize
+from audits import catalogue
+from audits.submission import codesize
 from audits.context import AuditOptions
 from audits.engine import audit_submission
 from audits.findings import Severity

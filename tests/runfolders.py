@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from audits import codesize
+from audits.submission import codesize
 
 SAMPLE_SCRIPT = (Path(__file__).parent / "data" / "train_gpt_sample.py").read_bytes()
 SEEDS = (42, 314, 999)

@@ -11,7 +11,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from audits.logparse import ParsedLog, parse_log
+from audits.submission.logparse import ParsedLog, parse_log
 from pgolf_cli.main import cli
 from pgolf_cli.packaging.settings import changed_settings
 from runfolders import tree

@@ -25,7 +25,7 @@ def test_fixture_findings(fixture, tmp_path):
 def test_wrapped_fixture_findings(fixture, tmp_path):
     """Shipped as a self-extracting wrapper, the same lines of the unwrapped source are reported,
     and each finding says it came from the wrapper."""
-    pytest.importorskip("audits.unwrap")
+    pytest.importorskip("audits.submission.unwrap")
     findings = audit(fixture, tmp_path / "2026-05-01_wrapped", wrap=True)
     assert fixture.expected <= observed(findings)
     assert all(f.via for f in findings if f.severity > 0 and f.line is not None)
@@ -56,7 +56,7 @@ def test_unwrapped_payload_is_what_gets_checked(tmp_path):
     """Until the unwrapper fills Script.unwrapped, a wrapper is reported as not checked; once it
     is filled (here by hand, standing in for the unwrapper), findings point into the payload and
     name the wrapper."""
-    from audits import codesize
+    from audits.submission import codesize
     from audits.context import AuditOptions
     from audits.engine import audit_submission
     from audits.submission import load

@@ -16,8 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 import runfolders
-from audits.unwrap import unwrap
-from audits import codesize
+from audits.submission.unwrap import unwrap
+from audits.submission import codesize
 from audits.api import audit
 from audits.findings import Severity
 from pgolf_cli import packaging

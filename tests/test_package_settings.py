@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from audits.logparse import parse_log
+from audits.submission.logparse import parse_log
 from pgolf_cli.packaging.settings import changed_settings
 from trainer.config import hyperparameter_lines, load_config
 

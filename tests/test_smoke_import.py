@@ -8,7 +8,7 @@ import time
 import pytest
 
 from audits import api
-from audits.checks import smoke as smoke_checks
+from audits.rules import smoke as smoke_checks
 from audits.context import AuditOptions
 from audits.findings import Severity
 from audits.smoke import isolation

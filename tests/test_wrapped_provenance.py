@@ -6,11 +6,12 @@ import hashlib
 from pathlib import Path
 
 import runfolders
-from audits import codesize, submission
+from audits import submission
+from audits.submission import codesize
 from audits.context import AuditOptions
 from audits.engine import audit_submission
 from audits.findings import Severity
-from audits.unwrap import unwrap
+from audits.submission.unwrap import unwrap
 
 SOURCE = runfolders.SAMPLE_SCRIPT.decode()
 

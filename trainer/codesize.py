@@ -1,7 +1,7 @@
 """Code bytes the way merged records count them: minify, compress, wrap in a self-extracting stub.
 
 Shared by the trainer (the `Code size (compressed)` log line, computed inside the single-file
-bundle, which cannot import pgolf) and the audit (`audits.codesize`), so both always agree.
+bundle, which cannot import pgolf) and the audit (`audits.submission.codesize`), so both always agree.
 Standard library only.
 
 The minifier works on tokens, never on the syntax tree, so it cannot rewrite an expression into a

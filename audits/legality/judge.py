@@ -11,7 +11,17 @@ import dataclasses
 
 from audits.findings import Severity
 from audits.legality.values import (
-    GEN, TARGET, TRAIN, VAL, Event, Site, Taint, is_score, is_update, kinds, non_default,
+    GEN,
+    TARGET,
+    TRAIN,
+    VAL,
+    Event,
+    Site,
+    Taint,
+    is_score,
+    is_update,
+    kinds,
+    non_default,
 )
 
 FAIL, WARN, INFO = Severity.FAIL, Severity.WARN, Severity.INFO

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import math
 
-from audits import __version__, runs
+from audits import __version__
 from audits.engine import AuditReport, SubmissionReport
+from audits.submission import runs
 
 SCHEMA_VERSION = 1
 

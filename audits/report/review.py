@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import math
 
-from audits import __version__, catalogue, runs
+from audits import __version__, catalogue
 from audits.compliance import condition_results, rule_results, unchecked_lines
 from audits.context import AuditOptions
 from audits.engine import AuditReport, SubmissionReport
 from audits.findings import Finding, Severity
 from audits.stats import mean, sample_var
-from audits.submission import LOG_LIMIT, Submission, read_bounded
+from audits.submission import LOG_LIMIT, Submission, read_bounded, runs
 
 SMOKE_RULES = ("IMPORT_FAIL", "IMPORT_STUB_LIMIT")  # the smoke import reports a pass as an IMPORT_FAIL INFO
 REPO_PATH_RULES = {"LAYOUT_NOT_SINGLE_FOLDER"}  # their findings name paths in the repository

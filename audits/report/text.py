@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from audits import __version__, runs
+from audits import __version__
 from audits.engine import AuditReport
 from audits.findings import Severity
+from audits.submission import runs
 
 
 def fmt_ms(value) -> str:

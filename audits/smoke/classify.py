@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import errno
 
-from audits.checks.requirements import DISTRIBUTIONS, REFERENCE, normalize
 from audits.findings import Finding, Severity
 from audits.registry import found
 from audits.submission import Script, Submission
+from audits.submission.imports import DISTRIBUTIONS, REFERENCE, normalize
 
 _NOT_A_DEFECT = "not counted as a defect: only syntax errors, undefined names and undeclared modules are"
 

@@ -1,7 +1,7 @@
 """The shipped `train_gpt.py` and its requirements.txt, built from the script that ran.
 
 `wrapped` (the default) ships pgolf's smallest self-extracting form: the token-level minifier of
-`audits.codesize` (it never rewrites an expression, so code legal on the target Python stays
+`audits.submission.codesize` (it never rewrites an expression, so code legal on the target Python stays
 legal), raw LZMA2, base85, a two-line `exec` stub. Before shipping it, the result is checked
 three ways: the minified program parses to the same syntax tree as the original once string
 statements (docstrings) are set aside, the wrapper decodes back to exactly the minified text, and
@@ -14,9 +14,9 @@ import ast
 import dataclasses
 import sys
 
-from audits import codesize
-from audits.checks.requirements import DISTRIBUTIONS, imports
-from audits.unwrap import Unreadable, unwrap
+from audits.submission import codesize
+from audits.submission.imports import DISTRIBUTIONS, imports
+from audits.submission.unwrap import Unreadable, unwrap
 from pgolf_cli.packaging.request import PackageError
 
 # Modules that come with the torch wheel: importable wherever torch is, never listed on their own.

@@ -18,7 +18,7 @@ from audits import submission as submission_mod
 from audits.context import AuditOptions
 from audits.engine import audit_submission
 from audits.findings import Severity
-from audits.logparse import ParsedLog, parse_log
+from audits.submission.logparse import ParsedLog, parse_log
 from pgolf_cli.packaging.request import PackageError
 
 RUN_LOG = "train.log"

@@ -19,8 +19,8 @@ from __future__ import annotations
 import json
 import math
 
-from audits.logparse import ParsedLog, Value
 from audits.stats import mean, sample_var
+from audits.submission.logparse import ParsedLog, Value
 from pgolf_cli.packaging.code import ShippedCode
 from pgolf_cli.packaging.request import PackageRequest
 from pgolf_cli.packaging.runs import Run

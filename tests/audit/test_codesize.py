@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import audits
-from audits.codesize import MinifyError, compact_form, counted_bytes, minify, wrap
+from audits.submission.codesize import MinifyError, compact_form, counted_bytes, minify, wrap
 
 TRICKY = '''"""Module docstring."""
 import os  # comment

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audits.logparse import parse_log
+from audits.submission.logparse import parse_log
 from support import FIXTURES
 
 ALL_LOGS = sorted(p for p in FIXTURES.rglob("*") if p.suffix in (".log", ".txt")

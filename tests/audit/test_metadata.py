@@ -5,7 +5,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audits.metadata import read_claims
+from audits.submission.metadata import read_claims
 
 
 def test_valid_file_gives_claims_and_per_seed_results():

@@ -53,7 +53,7 @@ def test_all_fixture_folders_are_covered():
 
 
 def test_figures_of_the_2026_04_09_record_by_seed():
-    from audits import runs
+    from audits.submission import runs
     rows = {r["seed"]: r for r in (runs.seed_row(log) for log in
                                    audit("2026-04-09_SP8192_3LayerRecur_ParResid_QK525_LegalTTT").submission.logs)}
     assert rows[42]["val_bpb"] == 1.08079352 and rows[42]["sources"]["val_bpb"]["line"] == 150

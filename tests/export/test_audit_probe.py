@@ -6,7 +6,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from audits.checks import probe as probe_check
+from audits.rules import probe as probe_check
 from pgolf_cli.main import cli
 from trainer.probe import ProbeResult
 

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from audits.logparse import parse_log
+from audits.submission.logparse import parse_log
 from trainer import artifact, compress, quant, scoring, sliding
 from trainer.codesize import compact_form
 from tinylm import byte_table, config, markov_tokens, tiny_model

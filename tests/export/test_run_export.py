@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import trainer.artifact
-from audits.logparse import parse_log
+from audits.submission.logparse import parse_log
 from trainer import main as entry
 from trainer.compress import read_artifact
 from trainer_support import make_data_dir

@@ -19,7 +19,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from audits import codesize, pyversion, unwrap  # noqa: E402
+from audits import pyversion  # noqa: E402
+from audits.submission import codesize
+from audits.submission import unwrap
 
 SIZE = 150_000
 RUNS = 5

@@ -70,7 +70,7 @@ def main() -> int:
     FIXTURE.write_text(f'{{"python": "{result["version"]}", "cases": [\n{lines}\n]}}\n', encoding="utf-8")
     print(f"wrote {len(cases)} verdicts of CPython {result['version']} to {FIXTURE.name}")
 
-    from audits.stdlib_api import ADDED
+    from audits.pyversion.stdlib_api import ADDED
     names = sorted(ADDED)
     found = run(names, "names")
     table = {"python": found["version"], "present": dict(zip(names, found["verdicts"]))}

@@ -11,7 +11,8 @@ import zlib
 import pytest
 from click.testing import CliRunner
 
-from audits import catalogue, codesize, registry
+from audits import catalogue, registry
+from audits.submission import codesize
 from audits.context import AuditOptions
 from audits.engine import audit_submission
 from audits.submission import load

@@ -12,7 +12,7 @@ import pytest
 import pyversion_oracle
 from oracle310_judges import judge_name
 from audits import pyversion
-from audits.stdlib_api import ADDED
+from audits.pyversion.stdlib_api import ADDED
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -2,7 +2,7 @@ import dataclasses
 
 import pytest
 
-from audits.logparse import parse_log
+from audits.submission.logparse import parse_log
 from trainer.config import PRESETS, Config, fields, hyperparameter_lines, load_config
 from trainer.errors import TrainerError
 

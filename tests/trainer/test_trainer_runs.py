@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from audits.logparse import parse_log
+from audits.submission.logparse import parse_log
 from trainer.config import load_config
 from trainer.model import GPT
 from trainer.shards import write_shard

@@ -6,8 +6,23 @@ import datetime
 import re
 
 from audits.findings import Severity
-from audits.registry import check, found
+from audits.registry import FAIL, WARN, Rule, check, found, pr, readme, rules
 from audits.submission import ENTRY_SCRIPT, TRACKS, display_name
+
+RULES = rules(
+    Rule("LAYOUT_NOT_SINGLE_FOLDER", FAIL, "layout",
+         "The change adds exactly one folder under records/track_10min_16mb/ or "
+         "records/track_non_record_16mb/ and touches nothing else.",
+         (readme("Submission Process"), pr(1204, "its merge deleted another record"),
+          pr(1143), pr(1289), pr(1319))),
+    Rule("FOLDER_NAME", WARN, "layout",
+         "The folder is named YYYY-MM-DD_description, with a real date and no spaces.",
+         (pr(1667, "renamed on review"),)),
+    Rule("MISSING_FILES", FAIL, "layout",
+         "README.md, submission.json, at least one train log and the entry script are present.",
+         (readme("Submission Process"),)),
+)
+
 
 _TRACK_DIRS = tuple(f"records/{name}/" for name in TRACKS)
 _FOLDER = re.compile(r"^(\d{4})-(\d{2})-(\d{2})_(\S+)$")

@@ -23,7 +23,7 @@ import posixpath
 import zlib
 from collections.abc import Callable
 
-from audits import bigstack
+from audits.submission import bigstack
 
 LIMIT = 16_000_000  # bytes a payload may decompress to
 MAX_LAYERS = 8

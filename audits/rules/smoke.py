@@ -4,8 +4,22 @@ from __future__ import annotations
 
 import weakref
 
-from audits.registry import check
-from audits.smoke import run  # the module, not its names: audits.smoke.run imports this package
+from audits.registry import FAIL, WARN, Rule, check, readme, rules
+from audits.smoke import (
+    run,  # the module, not its names: audits.smoke.run imports this package
+)
+
+RULES = rules(
+    Rule("IMPORT_FAIL", FAIL, "python",
+         "The script imports on a CPU box with GPU-only modules stubbed.",
+         (readme("Submission Process, must compile and run"),),
+         needs_option="smoke"),
+    Rule("IMPORT_STUB_LIMIT", WARN, "python",
+         "The import failed only because of a stubbed GPU-only module.",
+         (readme("Submission Process, must compile and run"),),
+         needs_option="smoke"),
+)
+
 
 # One smoke import per submission (and forward-pass setting) serves both rules.
 _results: dict[tuple[int, bool], run.SmokeResult] = {}

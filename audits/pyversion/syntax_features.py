@@ -16,7 +16,7 @@ import dataclasses
 
 import libcst as cst
 
-from audits.cstnodes import children
+from audits.pyversion.cstnodes import children
 
 Anchor = tuple[cst.CSTNode, bool]  # a node, and whether the place is its end (else its start)
 

@@ -22,8 +22,9 @@ import warnings
 
 import libcst as cst
 
-from audits import bigstack, cstnodes, fstring310, lex310, stdlib_api, syntax_features
-from audits.syntax_features import Anchor, Feature
+from audits.pyversion import cstnodes, fstring310, lex310, stdlib_api, syntax_features
+from audits.pyversion.syntax_features import Anchor, Feature
+from audits.submission import bigstack
 
 MAX_SOURCE = 2_000_000  # characters; a larger source is reported as not analysed
 MAX_NESTING = 500  # expression nesting above which libcst is not run (its parser crashes near 2,000)

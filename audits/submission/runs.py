@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from audits.logparse import Value
 from audits.submission import LogFile, Submission
+from audits.submission.logparse import Value
 
 _SEED_IN_NAME = re.compile(r"seed[_-]?(\d+)", re.I)
 

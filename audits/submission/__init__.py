@@ -15,9 +15,8 @@ import re
 import stat
 from pathlib import Path
 
-from audits import logparse, metadata, unwrap
-from audits.findings import Finding, Severity
-from audits.registry import found
+from audits.findings import Severity
+from audits.submission import logparse, metadata, unwrap
 
 MAX_ENTRIES = 5000
 MAX_DEPTH = 8
@@ -66,6 +65,22 @@ class Script:
             f"source unwrapped from {self.wrapper_note}"
 
 
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """What the loader met and did not read as given: the input rules (audits/rules/input.py)
+    report it. `fields` are the finding's own (file, evidence, hint); `severity` None is the
+    rule's."""
+
+    rule: str
+    message: str
+    severity: Severity | None
+    fields: dict
+
+
+def _problem(rule: str, message: str, *, severity: Severity | None = None, **fields) -> Problem:
+    return Problem(rule, message, severity, fields)
+
+
 @dataclasses.dataclass
 class LogFile:
     rel: str
@@ -87,7 +102,7 @@ class Submission:
     requirements: list[str] | None = None
     changes: list[tuple[str, str]] | None = None  # (git status letter, repo path) with --base
     repo_rel: str | None = None  # the folder's path inside the repository, with --base
-    problems: list[Finding] = dataclasses.field(default_factory=list)
+    problems: list[Problem] = dataclasses.field(default_factory=list)
 
     @property
     def record_track(self) -> bool:
@@ -151,18 +166,18 @@ def _walk(sub: Submission) -> None:
             with os.scandir(folder) as it:
                 items = sorted(it, key=lambda e: e.name)
         except OSError as exc:
-            sub.problems.append(found("FILE_UNREADABLE", f"cannot list {prefix or '.'}: {exc.strerror}",
+            sub.problems.append(_problem("FILE_UNREADABLE", f"cannot list {prefix or '.'}: {exc.strerror}",
                                       file=prefix or "."))
             continue
         for item in items:
             rel = prefix + item.name
             if len(sub.entries) >= MAX_ENTRIES:
-                sub.problems.append(found(
+                sub.problems.append(_problem(
                     "FILE_UNREADABLE", f"more than {MAX_ENTRIES} files; the rest were not read",
                     hint="A records folder needs a handful of files: remove data, checkpoints and caches."))
                 return
             if _BAD_NAME.search(item.name):
-                sub.problems.append(found(
+                sub.problems.append(_problem(
                     "BAD_FILENAME", f"file name {display_name(item.name)!r} contains whitespace or "
                     "control characters", file=display_name(rel),
                     hint="Rename it with letters, digits, '.', '_' and '-' only."))
@@ -172,7 +187,7 @@ def _walk(sub: Submission) -> None:
                 _check_link(sub, item, rel)
             elif kind == "dir":
                 if depth + 1 >= MAX_DEPTH:
-                    sub.problems.append(found("FILE_UNREADABLE", f"{display_name(rel)}/ is nested "
+                    sub.problems.append(_problem("FILE_UNREADABLE", f"{display_name(rel)}/ is nested "
                                               f"deeper than {MAX_DEPTH} levels; not read",
                                               file=display_name(rel)))
                 else:
@@ -198,11 +213,11 @@ def _check_link(sub: Submission, item: os.DirEntry, rel: str) -> None:
     resolved = (Path(item.path).parent / target).resolve()
     inside = resolved == sub.root or sub.root in resolved.parents
     if inside:
-        sub.problems.append(found("SYMLINK_OUTSIDE", f"{display_name(rel)} is a symbolic link "
+        sub.problems.append(_problem("SYMLINK_OUTSIDE", f"{display_name(rel)} is a symbolic link "
                                   f"(to {display_name(target)}); pgolf does not follow links",
                                   severity=Severity.INFO, file=display_name(rel)))
     else:
-        sub.problems.append(found(
+        sub.problems.append(_problem(
             "SYMLINK_OUTSIDE", f"{display_name(rel)} links outside the folder, to {display_name(target)}",
             file=display_name(rel), evidence=f"{display_name(rel)} -> {display_name(target)}",
             hint="Copy the file into the folder (if it is needed) and delete the link."))
@@ -219,18 +234,18 @@ def decode_text(sub: Submission, rel: str, data: bytes, truncated: bool, limit: 
                 what: str) -> str | None:
     """Text of a file, or None with a finding when it is binary; notes truncation and bad bytes."""
     if b"\x00" in data[:8192]:
-        sub.problems.append(found("FILE_UNREADABLE", f"{display_name(rel)} is binary, not a {what}",
+        sub.problems.append(_problem("FILE_UNREADABLE", f"{display_name(rel)} is binary, not a {what}",
                                   file=display_name(rel),
                                   hint=f"Replace it with the real {what}, or remove it."))
         return None
     if truncated:
-        sub.problems.append(found("FILE_UNREADABLE", f"{display_name(rel)} is over {limit // 2**20} "
+        sub.problems.append(_problem("FILE_UNREADABLE", f"{display_name(rel)} is over {limit // 2**20} "
                                   f"MiB; only the first {limit // 2**20} MiB were read",
                                   file=display_name(rel)))
     text = data.decode("utf-8", errors="replace")
     bad = text.count("\ufffd") - data.decode("utf-8", errors="ignore").count("\ufffd")
     if bad > 0:
-        sub.problems.append(found("FILE_UNREADABLE", f"{display_name(rel)} has {bad} bytes that "
+        sub.problems.append(_problem("FILE_UNREADABLE", f"{display_name(rel)} has {bad} bytes that "
                                   "are not UTF-8; they were read as U+FFFD",
                                   severity=Severity.INFO, file=display_name(rel)))
     return text
@@ -257,7 +272,7 @@ def _read_files(sub: Submission) -> None:
             elif lower.endswith((".log", ".txt")) and not Path(lower).name.startswith(("requirements", "readme")):
                 _read_log(sub, path, entry.rel)
         except OSError as exc:
-            sub.problems.append(found("FILE_UNREADABLE", f"cannot read {display_name(entry.rel)}: "
+            sub.problems.append(_problem("FILE_UNREADABLE", f"cannot read {display_name(entry.rel)}: "
                                       f"{exc.strerror}", file=display_name(entry.rel)))
 
 
@@ -274,7 +289,7 @@ def _read_claims(sub: Submission, path: Path, rel: str) -> None:
 def _read_script(sub: Submission, path: Path, rel: str) -> None:
     data, cut = read_bounded(path, SCRIPT_LIMIT)
     if cut:
-        sub.problems.append(found("FILE_UNREADABLE", f"{display_name(rel)} is over "
+        sub.problems.append(_problem("FILE_UNREADABLE", f"{display_name(rel)} is over "
                                   f"{SCRIPT_LIMIT // 2**20} MiB; not analysed", file=display_name(rel),
                                   hint="A training script is a few hundred KB at most."))
         sub.scripts[rel] = Script(rel, b"", None)
@@ -282,7 +297,7 @@ def _read_script(sub: Submission, path: Path, rel: str) -> None:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        sub.problems.append(found("FILE_UNREADABLE", f"{display_name(rel)} is not UTF-8 (byte "
+        sub.problems.append(_problem("FILE_UNREADABLE", f"{display_name(rel)} is not UTF-8 (byte "
                                   f"{exc.start}); Python will refuse to run it", file=display_name(rel),
                                   hint="Save the script as UTF-8."))
         text = None

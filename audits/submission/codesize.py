@@ -3,12 +3,19 @@
 The minifier, the wrapper and the compact form live in `trainer.codesize`: the trainer logs the
 same count (`Code size (compressed): N bytes`) from inside the single-file bundle, which cannot
 import pgolf, and one implementation means the log and the audit never disagree. Reading any
-wrapper back is `audits.unwrap`'s job.
+wrapper back is `audits.submission.unwrap`'s job.
 """
 
 from __future__ import annotations
 
-from trainer.codesize import WRAPPER_HEAD, WRAPPER_TAIL, MinifyError, compact_form, minify, wrap
+from trainer.codesize import (
+    WRAPPER_HEAD,
+    WRAPPER_TAIL,
+    MinifyError,
+    compact_form,
+    minify,
+    wrap,
+)
 
 __all__ = ["WRAPPER_HEAD", "WRAPPER_TAIL", "MinifyError", "compact_form", "minify", "wrap",
            "counted_bytes"]

@@ -20,7 +20,7 @@ import dataclasses
 
 import libcst as cst
 
-from audits.cstnodes import children
+from audits.pyversion.cstnodes import children
 
 ADDED: dict[str, tuple[int, int]] = {
     # 3.9

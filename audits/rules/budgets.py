@@ -4,10 +4,31 @@ from __future__ import annotations
 
 import math
 
-from audits import codesize, runs
 from audits.context import CAP_BYTES, EVAL_BUDGET_MS, TRAIN_BUDGET_MS
 from audits.findings import Severity
-from audits.registry import check, found
+from audits.registry import FAIL, WARN, Rule, check, found, issue, pr, readme, rules
+from audits.submission import codesize, runs
+
+RULES = rules(
+    Rule("ARTIFACT_OVER_CAP", FAIL, "budgets",
+         "Compressed model bytes + code bytes stay at or under 16,000,000 on every seed (code "
+         "counted as the smallest self-extracting form pgolf can build).",
+         (readme("FAQ, artifact size"), pr(1530, "compressed-code counting merged"), pr(1399),
+          pr(1959))),
+    Rule("ARTIFACT_LITERAL_OVER_CAP", WARN, "budgets",
+         "Model bytes + raw bytes of every shipped code file stay at or under 16,000,000.",
+         (readme("FAQ, artifact size"),)),
+    Rule("TRAIN_OVER_BUDGET", FAIL, "budgets",
+         "Training takes at most 600 s on every seed.",
+         (readme("Rules, 10 minutes on 8xH100"),)),
+    Rule("GPTQ_CALIB_AFTER_BUDGET", FAIL, "budgets",
+         "Quantization calibration that reads training data finishes inside the 600 s window.",
+         (issue(677), pr(593), pr(1868, "compliance re-run with a reserve"))),
+    Rule("EVAL_OVER_BUDGET", FAIL, "budgets",
+         "Evaluation takes at most 600 s on every seed.",
+         (readme("FAQ, evaluation time"), pr(1399))),
+)
+
 
 
 def _code_bytes(sub, log):

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from audits import runs
 from audits.findings import Severity
-from audits.registry import check, found
+from audits.registry import FAIL, Rule, check, found, issue, pr, rules
+from audits.submission import runs
+
+RULES = rules(
+    Rule("VAL_SUBSET", FAIL, "legality",
+         "Evaluation covers every validation shard and token.",
+         (pr(1854, "scored 17% of the set"), issue(1017))),
+)
+
 
 # Full FineWeb validation split (first 50,000 documents, all shards) as merged logs print it, by
 # dataset. Scripts truncate to a multiple of their sequence length in slightly different ways, so

@@ -6,8 +6,32 @@ import functools
 import hashlib
 
 from audits.findings import Severity
-from audits.registry import check, found
+from audits.registry import (
+    FAIL,
+    Rule,
+    check,
+    found,
+    issue,
+    pgolf,
+    pr,
+    rules,
+)
 from audits.submission import ENTRY_SCRIPT
+
+# Opt-in (`--probe`), and it vouches for pgolf's own code only, so it lends no verdict to
+# #1017's conditions: its messages name the condition a failure breaks. Not a static
+# legality rule, so it has no code fixtures: its tests run the probes on illegal evaluations.
+RULES = rules(
+    Rule("EVAL_CAUSALITY_PROBE", FAIL, "probe",
+         "With --probe: pgolf's own evaluation, run again with tokens altered, keeps earlier "
+         "losses unchanged (C1), scores each token before any update that saw it (C3), once (C4).",
+         (pgolf("reading code can miss a leak that running it with altered tokens shows; the "
+                "probe runs pgolf's installed evaluation, never the audited folder's code, so it "
+                "vouches only for a folder that ships pgolf's own bundle"),
+          issue(1017, "conditions C1, C3, C4"),
+          pr(1240, "the same altered-token probe proved SLOT illegal")),
+         needs_option="probe"),
+)
 
 
 @functools.lru_cache(maxsize=1)

@@ -12,7 +12,9 @@ import dataclasses
 from collections.abc import Iterable, Iterator
 
 import libcst as cst
-from libcst._nodes.internal import CodegenState  # the hook libcst's own PositionProvider uses
+from libcst._nodes.internal import (
+    CodegenState,  # the hook libcst's own PositionProvider uses
+)
 
 _SKIPPED_FIELDS = {
     "lpar", "rpar", "comma", "semicolon", "leading_lines", "header", "footer", "trailing_whitespace",

@@ -1,0 +1,32 @@
+"""BYTE_MIXTURE_NOT_NORMALIZED: the rule, its words and its check."""
+
+from __future__ import annotations
+
+from audits.registry import C2, FAIL, Rule, check, issue, pr, rules
+from audits.rules.legality.evidence import findings
+
+RULES = rules(
+    Rule("BYTE_MIXTURE_NOT_NORMALIZED", FAIL, "legality",
+         "Byte-level model mixtures still give a normalized distribution over tokens.",
+         (issue(1872), pr(1902)), (C2,)),
+)
+
+
+@check("BYTE_MIXTURE_NOT_NORMALIZED")
+def byte_mixture_not_normalized(sub, options):
+    """What it checks: probabilities of the scored token's own bytes (its piece's bytes, looked
+    up or decoded from the target) mixed into that token's score, including spreading a token
+    probability over its byte count (`p ** (1 / n_bytes[target])`).
+
+    Why it matters: computed for the realized token only, the mixture is not a distribution over
+    the token vocabulary (#1017 C2; issue #1872; excluded in PR #1902).
+
+    Illegal: `for b in piece_bytes[tgt]: p_bytes *= ppm.prob(b)`, then
+    `p = lam * p_model[tgt] + (1 - lam) * p_bytes`.
+
+    Legal: byte-model probabilities computed for every token of the vocabulary and renormalized
+    before mixing.
+
+    Known limits: recognises byte tables indexed by the target and tokenizer decode calls on it.
+    """
+    yield from findings(sub, "BYTE_MIXTURE_NOT_NORMALIZED")

@@ -1,0 +1,32 @@
+"""ETLB: the rule, its words and its check."""
+
+from __future__ import annotations
+
+from audits.registry import C1, C3, FAIL, Rule, check, pr, rules
+from audits.rules.legality.evidence import findings
+
+RULES = rules(
+    Rule("ETLB", FAIL, "legality",
+         "No eval-time logit bias fitted on the tokens it is applied to.",
+         (pr(1399),), (C1, C3)),
+)
+
+
+@check("ETLB")
+def etlb(sub, options):
+    """What it checks: a bias tensor kept across windows (made once, outside the scoring loop,
+    with gradients) that is fitted on a window's targets before that window is scored with it.
+    Fitting it after the window is scored, for later windows only, is score-first and noted INFO.
+
+    Why it matters: the window's own tokens shape the bias that scores them (#1017 C1, C3); the
+    eval-time logit bias of PR #1399 was never merged and records list "No ETLB".
+
+    Illegal: `bias = torch.zeros(vocab, requires_grad=True)`; per window: a few steps on
+    `cross_entropy(logits + bias, y)`, then `total += cross_entropy(logits + bias, y)`.
+
+    Legal: score the window with the current bias, then update the bias on it.
+
+    Known limits: a plain tensor updated this way is ETLB whatever it is added to; model or adapter
+    parameters updated the same way are TTT_SCORE_AFTER_ADAPT.
+    """
+    yield from findings(sub, "ETLB")

@@ -1,0 +1,33 @@
+"""NGRAM_NOT_NORMALIZED: the rule, its words and its check."""
+
+from __future__ import annotations
+
+from audits.registry import C2, FAIL, Rule, check, pr, rules
+from audits.rules.legality.evidence import findings
+
+RULES = rules(
+    Rule("NGRAM_NOT_NORMALIZED", FAIL, "legality",
+         "Cache or n-gram mixtures give a distribution that sums to 1 over the vocabulary.",
+         (pr(972), pr(978)), (C2,)),
+)
+
+
+@check("NGRAM_NOT_NORMALIZED")
+def ngram_not_normalized(sub, options):
+    """What it checks: two narrow shapes whose probabilities provably do not sum to 1: an
+    additive-smoothed estimate `(count + k) / (total + k2)` with k2 < 2k (the total needs k times
+    the vocabulary size), and a token tilt (`target == hint` boosting the scored token) with no
+    normalizer (no division, no log Z) where it meets the probability.
+
+    Why it matters: #1017 C2; PR #972 was closed after PR #978 showed the correctly normalized
+    cache gives 1.51 bpb.
+
+    Illegal: `p = (counts[k] + 1) / (totals[c] + 1)`; `nll = nll - beta * (tgt == hint)`.
+
+    Legal: `(counts[k] + 1) / (totals[c] + vocab)`; `nll + log(Z) - beta * (tgt == hint)` with
+    `Z = 1 + p_hint * (exp(beta) - 1)`.
+
+    Known limits: general normalization cannot be decided statically; other wrong denominators
+    are not found.
+    """
+    yield from findings(sub, "NGRAM_NOT_NORMALIZED")

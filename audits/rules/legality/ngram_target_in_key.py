@@ -1,0 +1,34 @@
+"""NGRAM_TARGET_IN_KEY: the rule, its words and its check."""
+
+from __future__ import annotations
+
+from audits.registry import C2, FAIL, Rule, check, issue, pr, rules
+from audits.rules.legality.evidence import findings
+
+RULES = rules(
+    Rule("NGRAM_TARGET_IN_KEY", FAIL, "legality",
+         "No hashed n-gram cache whose key includes the token being scored.",
+         (pr(779, "ruled disallowed"), issue(677), pr(1514, "the legal renormalized tilt")), (C2,)),
+)
+
+
+@check("NGRAM_TARGET_IN_KEY")
+def ngram_target_in_key(sub, options):
+    """What it checks: a table read with a hashed key (XOR, masks, modulo, large multipliers,
+    `hash()`) that is computed from the token being scored: the targets of the loss, the index
+    of the probability read, or the token one position after a context slice.
+
+    Why it matters: only the realized token's entry is looked up, so the implied distribution is
+    not normalized over the vocabulary (#1017 C2); ruled out on PR #779, about 33 PRs closed.
+
+    Illegal: `full_key = (ctx_hash ^ (tgt * PRIME)) & MASK; p = full_counts[full_key] /
+    ctx_counts[ctx_key]`.
+
+    Legal: a key hashed from the context only, giving a hint token or a distribution over the
+    vocabulary that is renormalized (the tilt of PR #1514); writing counts keyed by the scored
+    token after it was scored.
+
+    Known limits: the scored token is recognised from losses, gathers and shifted slices in the
+    same function or passed in as an argument; a target recovered some other way is not seen.
+    """
+    yield from findings(sub, "NGRAM_TARGET_IN_KEY")

@@ -1,0 +1,32 @@
+"""PAID_PREFIX: the rule, its words and its check."""
+
+from __future__ import annotations
+
+from audits.registry import C1, FAIL, Rule, check, pr, readme, rules
+from audits.rules.legality.evidence import findings
+
+RULES = rules(
+    Rule("PAID_PREFIX", FAIL, "legality",
+         "Validation tokens are not stored in the artifact.",
+         (readme("FAQ, paid prefix"), pr(168), pr(262)), (C1,)),
+)
+
+
+@check("PAID_PREFIX")
+def paid_prefix(sub, options):
+    """What it checks: validation tokens (not scores or statistics of them) passed to a
+    serializer or compressor (`torch.save`, `pickle`, `np.save`, `lzma`/`zlib`/`brotli`/`zstd`
+    compress) or registered as a module buffer.
+
+    Why it matters: README FAQ: you cannot access validation data during training "by compressing
+    it into your 16mb with 'paid prefix'"; PRs #168 and #262 did exactly that (#1017 C1).
+
+    Illegal: `torch.save({"w": state, "prefix": val_tokens[:n]}, f)`;
+    `self.register_buffer("memory", val_tokens[:n])`.
+
+    Legal: saving the model, and tables built from training data.
+
+    Known limits: a value derived from validation tokens through a reduction (a sum, a matrix
+    product) is a statistic, not tokens, and is not flagged here.
+    """
+    yield from findings(sub, "PAID_PREFIX")

@@ -1,0 +1,32 @@
+"""PREQUANT_TTT_ON_VAL: the rule, its words and its check."""
+
+from __future__ import annotations
+
+from audits.registry import C3, FAIL, Rule, check, issue, pr, rules
+from audits.rules.legality.evidence import findings
+
+RULES = rules(
+    Rule("PREQUANT_TTT_ON_VAL", FAIL, "legality",
+         "No fine-tuning on validation tokens before they are scored.",
+         (pr(1376), issue(677), pr(1902)), (C3,)),
+)
+
+
+@check("PREQUANT_TTT_ON_VAL")
+def prequant_ttt_on_val(sub, options):
+    """What it checks: an update on validation tokens that runs as a separate pass, not
+    interleaved with scoring: the tokens it trains on are scored only afterwards (typically an
+    N-epoch AdamW fine-tune on `val_tokens` after training, before quantization and evaluation).
+
+    Why it matters: #1017 C3; PR #1376 was closed for it and organizers excluded the whole
+    cluster (#1485, #1487, #1488, #1489, #1517) as "pre-quant/future-validation leakage" (PR #1902).
+
+    Illegal: `ttt_adapt_adamw(model, val_tokens, epochs=18)` followed by `eval_val(model, val_tokens)`.
+
+    Legal: fine-tuning on training data; score-first TTT during evaluation.
+
+    Known limits: the fine-tune and the evaluation must both be reached from the entry point; an
+    update on validation data that no later score is found for is reported as
+    VAL_DATA_IN_TRAINING instead.
+    """
+    yield from findings(sub, "PREQUANT_TTT_ON_VAL")

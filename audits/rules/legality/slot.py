@@ -1,0 +1,35 @@
+"""SLOT: the rule, its words and its check."""
+
+from __future__ import annotations
+
+from audits.registry import C1, C3, FAIL, Rule, check, issue, pr, rules
+from audits.rules.legality.evidence import findings
+
+RULES = rules(
+    Rule("SLOT", FAIL, "legality",
+         "No per-window parameters optimized on the window's own targets and then used to "
+         "score them.",
+         (pr(1240, "proof of the violation"), issue(1336)), (C1, C3)),
+)
+
+
+@check("SLOT")
+def slot(sub, options):
+    """What it checks: parameters created inside the scoring loop for one window or batch (a
+    hidden-state delta, a logit bias, a small adapter), optimized on a loss over that window's
+    targets and then used to score the same window. If the loss covers only the window's context
+    (positions before the scored ones) it is a warning: issue #1336 asks whether that is legal.
+
+    Why it matters: the optimized parameters depend on the tokens being scored, so each score
+    depends on its own and later tokens (#1017 C1, C3). PR #1240 measured the violation; no SLOT
+    PR was merged.
+
+    Illegal: `delta = torch.zeros(bsz, 1, dim, requires_grad=True); for _ in range(k):
+    loss = nll(model(x) + delta, y); ...; opt.step()` then `total += nll(model(x) + delta, y)`.
+
+    Legal: sliding-window scoring without per-window parameters.
+
+    Known limits: the context-only reading needs the optimized and the scored positions to be
+    slices whose bounds are the same names (`[:, :s]` then `[:, s:]`).
+    """
+    yield from findings(sub, "SLOT")

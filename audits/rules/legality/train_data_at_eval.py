@@ -1,0 +1,31 @@
+"""TRAIN_DATA_AT_EVAL: the rule, its words and its check."""
+
+from __future__ import annotations
+
+from audits.registry import FAIL, Rule, check, readme, rules
+from audits.rules.legality.evidence import findings
+
+RULES = rules(
+    Rule("TRAIN_DATA_AT_EVAL", FAIL, "legality",
+         "Training shards are not read during evaluation.",
+         (readme("FAQ, evaluation"),)),
+)
+
+
+@check("TRAIN_DATA_AT_EVAL")
+def train_data_at_eval(sub, options):
+    """What it checks: training data reaching a validation score (a cache or table filled from
+    training shards during evaluation and mixed into the scores), and updates on training batches
+    inside the loop that scores validation tokens.
+
+    Why it matters: README FAQ: "you aren't allowed to access any training data during
+    evaluation, unless you pay for those bits in the <16MB limit".
+
+    Illegal: an eval function that loads `fineweb_train_*` shards to pre-fill an n-gram cache.
+
+    Legal: tables built from training data during training and stored in the artifact.
+
+    Known limits: a table saved to the artifact file and loaded back is not connected to the
+    training data it came from (that is the legal path).
+    """
+    yield from findings(sub, "TRAIN_DATA_AT_EVAL")

@@ -1,0 +1,42 @@
+"""TTT_SCORE_AFTER_ADAPT: the rule, its words and its check."""
+
+from __future__ import annotations
+
+from audits.registry import C3, FAIL, Rule, check, issue, pr, readme, rules
+from audits.rules.legality.evidence import findings
+
+RULES = rules(
+    Rule("TTT_SCORE_AFTER_ADAPT", FAIL, "legality",
+         "Tokens are scored before any update that used them, and never scored again after.",
+         (readme("FAQ, test-time training"), issue(402), issue(677), pr(991)), (C3,)),
+)
+
+
+@check("TTT_SCORE_AFTER_ADAPT")
+def ttt_score_after_adapt(sub, options):
+    """What it checks: in every loop of the evaluation code that both scores validation tokens
+    (adds a loss or model output on them to a running total) and updates parameters (an optimizer
+    step, or an in-place update from gradients), the order of the two on the same tokens. Scoring
+    first, then training, is the legal score-first TTT and is noted as INFO. Training first, or
+    scoring the same tokens again in a later pass (an epoch loop around the chunk loop, a chunk
+    loop that rescans the whole set), fails. Repeated passes over a chunk that was already scored
+    (multi-epoch adaptation) are a warning.
+
+    Why it matters: #1017 C3 (score before update) and the README FAQ: "you are only allowed to
+    test-time train on validation set tokens you've already evaluated your model on". PRs with
+    adapt-then-score or score-on-the-last-epoch TTT were closed (issue #677; PR #991). Multi-epoch
+    TTT after scoring is asked about on PR #1698 without a ruling, hence a warning.
+
+    Illegal: `for ci in chunks: train(model, chunk); total += score(model, chunk)`;
+    `for epoch in range(3): for ci in chunks: ... if epoch == 2: total += nll ...; opt.step()`.
+
+    Legal: `for ci in chunks: with torch.no_grad(): total += nll(chunk); if not last: train(chunk)`
+    (PR #549, #1413); per-document LoRA that scores a chunk before its Adam step (PR #77, #1530);
+    phased global SGD over documents already scored (PR #1610, #1626).
+
+    Known limits: order is read from the code, per function, through calls pgolf can resolve by
+    name; a score kept only for logging inside the training phase is told apart from the reported
+    one by whether its loss is backpropagated. A score and an update on different slices of the
+    same tensor in one iteration are assumed to cover the same chunk.
+    """
+    yield from findings(sub, "TTT_SCORE_AFTER_ADAPT")

@@ -1,0 +1,31 @@
+"""TWO_PASS_RESCORE: the rule, its words and its check."""
+
+from __future__ import annotations
+
+from audits.registry import C4, FAIL, Rule, check, pr, rules
+from audits.rules.legality.evidence import findings
+
+RULES = rules(
+    Rule("TWO_PASS_RESCORE", FAIL, "legality",
+         "Each token is scored once; no second pass and no picking the better pass.",
+         (pr(846), pr(853), pr(959), pr(659)), (C4,)),
+)
+
+
+@check("TWO_PASS_RESCORE")
+def two_pass_rescore(sub, options):
+    """What it checks: a score that keeps the better of two predictions chosen by comparing their
+    losses on the true token (`min` of two NLLs), and a first pass that scores the validation
+    tokens while filling a table that a second pass reads to score them again.
+
+    Why it matters: #1017 C4 (one left-to-right pass, no picking by outcome); PRs #846, #853,
+    #959 (two-pass full rescore) and #659 (min of model and n-gram NLL) were ruled out.
+
+    Illegal: `nll = torch.minimum(nll_model, nll_cache)`; pass 1 fills `cache` and sums NLL, pass
+    2 rescores with `cache`.
+
+    Legal: one pass, mixing with weights from the context only.
+
+    Known limits: rescoring after training is TTT_SCORE_AFTER_ADAPT's finding.
+    """
+    yield from findings(sub, "TWO_PASS_RESCORE")

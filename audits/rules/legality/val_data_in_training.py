@@ -1,0 +1,36 @@
+"""VAL_DATA_IN_TRAINING: the rule, its words and its check."""
+
+from __future__ import annotations
+
+from audits.registry import FAIL, Rule, check, readme, rules
+from audits.rules.legality.evidence import findings
+
+RULES = rules(
+    Rule("VAL_DATA_IN_TRAINING", FAIL, "legality",
+         "Validation tokens never reach training or any state built before evaluation.",
+         (readme("FAQ, validation data"),)),
+)
+
+
+@check("VAL_DATA_IN_TRAINING")
+def val_data_in_training(sub, options):
+    """What it checks: validation data reaching training or state built before evaluation: an
+    update whose loss rests on validation tokens that no earlier score covers (a training loader
+    over the `fineweb_val_*` shards, validation batches mixed into training), or a table filled
+    from validation tokens in a pass of its own and then read while scoring.
+
+    Why it matters: the README FAQ: "You can't cheat by training on the validation set before you
+    evaluate on the validation set"; val-only training was banned for the record track (issue
+    #140); a table built from the whole set gives early tokens statistics of later ones (#1017 C1).
+
+    Illegal: `loader = TokenLoader(args.val_files)` feeding the training loop; `batch =
+    torch.cat([train_batch, val_tokens[i:j]])`; `counts = build_counts(val_tokens)` before scoring.
+
+    Legal: training on `fineweb_train_*` shards only; a cache updated with each token after it is
+    scored.
+
+    Known limits: data is recognised by the shard names in string literals and followed through
+    assignments, calls, attributes and containers; data read from a path pgolf cannot see (an
+    argument on the command line) is not labelled.
+    """
+    yield from findings(sub, "VAL_DATA_IN_TRAINING")
