@@ -1,6 +1,6 @@
 """Legality analysis of a submission's code: parse every shipped script once, interpret it
 statically from the entry point, and judge what it does to validation data (the #1017
-conditions, the README's data rules). Checks in audits/checks/legality.py read the verdicts.
+conditions, the README's data rules). The rules in audits/rules/legality read the verdicts.
 
     analyse(sub) -> Result      cached per set of sources: every rule's check shares one run
 """
@@ -148,7 +148,19 @@ def _best(verdicts: list[Verdict], place) -> list[Verdict]:
     best: dict[tuple, Verdict] = {}
     for v in verdicts:
         key = (v.rule, v.severity == Severity.INFO, place(v))
-        rank = (v.severity, -len(v.site.chain))
-        if key not in best or rank > (best[key].severity, -len(best[key].site.chain)):
+        if key not in best or _better(v, best[key]):
             best[key] = v
     return list(best.values())
+
+
+def _better(v: Verdict, than: Verdict) -> bool:
+    """More severe, else a shorter call chain, else (so that a choice between equals never
+    depends on the order sets were iterated in) the earlier statement and second operation."""
+    rank, other_rank = (v.severity, -len(v.site.chain)), (than.severity, -len(than.site.chain))
+    if rank != other_rank:
+        return rank > other_rank
+    return _where(v) < _where(than)
+
+
+def _where(v: Verdict) -> tuple:
+    return (v.site.statement, v.other.statement if v.other is not None else ("", ()))

@@ -169,7 +169,8 @@ def _prebuilt(fn, events: list[Event], scores: list[Event]) -> list[Event]:
                  and not common_loops(label[1], lookup.site)]
         if not fills:
             continue
-        fill = min(fills, key=lambda site: site.path)  # one finding per read: the first fill
+        # one finding per read: the first fill (by where the call is, then where the fill is)
+        fill = min(fills, key=lambda site: (site.path, site.statement))
         scored_there = bool(fill.loops) and any(fill.loops[-1] in s.site.loops for s in scores)
         rule = "TWO_PASS_RESCORE" if scored_there else "VAL_DATA_IN_TRAINING"
         verdicts.append(Event("judgment", fill, lookup.taint, lookup.taint, detail=rule,
