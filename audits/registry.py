@@ -75,10 +75,22 @@ class Rule:
         return f"{conds}; {first}" if conds else first
 
 
+@dataclasses.dataclass(frozen=True)
+class Words:
+    """What a finding says for one reading of a rule: the message (it may name {at}, {other}:
+    the lines of the two operations, and {detail}), the hint, and for a contested reading the
+    link where the question is open."""
+
+    message: str
+    hint: str = ""
+    link: str | None = None
+
+
 CheckFn = Callable[["Submission", "AuditOptions"], Iterable[Finding]]
 
 ROWS: dict[str, Rule] = {}
 CHECKS: dict[str, CheckFn] = {}
+WORDS: dict[str, dict[str, Words]] = {}
 
 
 def rules(*rows: Rule) -> tuple[Rule, ...]:
@@ -88,6 +100,14 @@ def rules(*rows: Rule) -> tuple[Rule, ...]:
             raise ValueError(f"rule {row.id} is registered twice")
         ROWS[row.id] = row
     return rows
+
+
+def words(rule_id: str, **readings: Words) -> dict[str, Words]:
+    """Register what the findings of `rule_id` say, per reading (the analysis names the reading)."""
+    if rule_id not in ROWS:
+        raise ValueError(f"words for unregistered rule {rule_id}")
+    WORDS[rule_id] = readings
+    return readings
 
 
 def check(rule_id: str) -> Callable[[CheckFn], CheckFn]:

@@ -11,25 +11,8 @@ import libcst as cst
 from audits.legality import apis, operators, shapes
 from audits.legality.program import ClassInfo, Function
 from audits.legality.values import (
-    EMPTY,
-    GEN,
-    GRAD,
-    HASH,
-    HOOK,
-    LOSSFN,
-    MODEL,
-    OPTIM,
-    PROB,
-    STAT,
-    TARGET,
-    Event,
-    Taint,
-    data_roots,
-    has_data,
-    kinds,
-    loss_data,
-    objref,
-    substitute,
+    EMPTY, GEN, GRAD, HASH, HOOK, LOSSFN, MODEL, OPTIM, PROB, STAT, TARGET, Event, Taint,
+    data_roots, has_data, kinds, loss_data, objref, substitute,
 )
 
 _SILENT = {"print", "super", "setattr", "delattr", "vars", "locals", "globals", "exec", "eval",

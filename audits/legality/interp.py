@@ -16,23 +16,8 @@ import libcst as cst
 from audits.legality import apis, env, imports, operators, order, shapes, syntax
 from audits.legality.program import ClassInfo, Function, Program, compound_blocks
 from audits.legality.values import (
-    EMPTY,
-    GRAD,
-    HASH,
-    INDICATOR,
-    MASK,
-    MODEL,
-    OPTIM,
-    PROB,
-    STAT,
-    TARGET,
-    Event,
-    Site,
-    Taint,
-    data_roots,
-    has_data,
-    kinds,
-    loss_data,
+    EMPTY, GRAD, HASH, INDICATOR, MASK, MODEL, OPTIM, PROB, STAT, TARGET, Event, Site, Taint,
+    data_roots, has_data, kinds, loss_data,
 )
 
 # What an attribute keeps wherever it is read: where data came from and what objects it holds.

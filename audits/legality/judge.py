@@ -1,4 +1,6 @@
-"""Turn the events a function's summary holds into verdicts: rule, severity, the place, the words.
+"""Turn the events a function's summary holds into verdicts: rule, severity, the place, and which
+of the rule's readings applies (its `kind`); the words for each reading live with the rule, in
+audits/rules/legality.
 
 Events carry what their data rests on; a rule fires only where that data is validation tokens
 (after the callers' arguments were substituted), so a helper that trains and scores training
@@ -11,38 +13,28 @@ import dataclasses
 
 from audits.findings import Severity
 from audits.legality.values import (
-    GEN,
-    TARGET,
-    TRAIN,
-    VAL,
-    Event,
-    Site,
-    Taint,
-    is_score,
-    is_update,
-    kinds,
-    non_default,
+    GEN, TARGET, TRAIN, VAL, Event, Site, Taint, is_score, is_update, kinds, non_default,
 )
 
 FAIL, WARN, INFO = Severity.FAIL, Severity.WARN, Severity.INFO
-ISSUE_1336 = "https://github.com/openai/parameter-golf/issues/1336"
 # Rules whose evidence is the code's own shape: in unreachable code they are still worth a note.
 # The others turn on which data a value holds, which only the run's call chain decides.
 SHAPE_RULES = {"TTT_SCORE_AFTER_ADAPT", "SLOT", "ETLB", "NGRAM_TARGET_IN_KEY", "NGRAM_NOT_NORMALIZED",
                "TWO_PASS_RESCORE", "BYTE_MIXTURE_NOT_NORMALIZED", "REALIZED_TOKEN_GATE",
                "BOS_CROSS_DOC_LEAK", "BPB_BYTE_ACCOUNTING"}
-PR_1698 = "https://github.com/openai/parameter-golf/pull/1698"
 
 
 @dataclasses.dataclass(frozen=True)
 class Verdict:
     rule: str
+    kind: str  # which of the rule's readings: the key of its words
     severity: Severity
-    message: str  # may name {at} (the line of `site`) and {other} (the line of `other`)
-    hint: str
     site: Site
-    other: Site | None = None
-    link: str | None = None  # for contested readings: where the question is open
+    other: Site | None = None  # the second operation it is judged against
+    detail: str = ""  # what the reading names (the call, the serializer)
+    settings: tuple[str, ...] = ()  # it runs only when these settings are not their defaults
+    side_script: bool = False  # in a script the entry point does not run
+    unreachable: bool = False  # in code the entry point never reaches
 
 
 def verdicts(events: list[Event], reachable: bool, hypothetical: bool = False,
@@ -57,17 +49,15 @@ def verdicts(events: list[Event], reachable: bool, hypothetical: bool = False,
         found = _event(event, resolved)
         settings = non_default(event)
         if settings:  # not run with the default settings: a reviewer asks whether it was on
-            note = f" (only when {' and '.join(settings)}; not with the default settings)"
-            found = [dataclasses.replace(v, severity=min(v.severity, WARN), message=v.message + note)
+            found = [dataclasses.replace(v, severity=min(v.severity, WARN), settings=tuple(settings))
                      for v in found]
         out += found
     if side_script:
         out = [dataclasses.replace(v, severity=INFO if v.rule == "NETWORK_AT_EVAL" else min(v.severity, WARN),
-                                   message=v.message + " (in a script the entry point does not run)")
+                                   side_script=True)
                for v in out]
     if not reachable:
-        out = [dataclasses.replace(v, severity=INFO, message=v.message + (
-            " (in code the entry point never reaches)"))
+        out = [dataclasses.replace(v, severity=INFO, unreachable=True)
                for v in out if not hypothetical or (v.severity > INFO and v.rule in SHAPE_RULES)]
     return out
 
@@ -89,29 +79,19 @@ def _event(e: Event, resolved: set[int]) -> list[Verdict]:
     if kind == "calib":
         return _calib(e)
     if kind == "sink" and _val(e.taint):
-        return [Verdict("PAID_PREFIX", FAIL, f"validation tokens are written into the artifact at "
-                        f"{{at}} ({e.detail})", "The artifact may hold only the model and code: "
-                        "remove the validation data from what is saved.", e.site)]
+        return [Verdict("PAID_PREFIX", "saved", FAIL, e.site, detail=e.detail)]
     if kind == "net":
-        return [Verdict("NETWORK_AT_EVAL", WARN, f"network call {e.detail} at {{at}}, before any "
-                        "score is taken", "Remove it, or make sure it never runs in the evaluation "
-                        "run: the artifact must be self-contained.", e.site)]
+        return [Verdict("NETWORK_AT_EVAL", "before_scoring", WARN, e.site, detail=e.detail)]
     if kind == "mix":
         return _mix(e)
     if kind == "ratio" and _val(e.taint):
-        return [Verdict("BPB_BYTE_ACCOUNTING", WARN, "bits per byte at {at} divide by a fixed "
-                        "bytes-per-token ratio instead of counting bytes", "Count each scored "
-                        "token's bytes from the tokenizer's pieces (or a per-token byte sidecar) "
-                        "and divide the summed bits by the summed bytes.", e.site)]
+        return [Verdict("BPB_BYTE_ACCOUNTING", "fixed_ratio", WARN, e.site)]
     if kind == "pieces":
         return _pieces(e)
     if kind == "tilt" and _val(e.taint):
         return _tilt(e)
     if kind == "smoothing" and _val(e.taint):
-        return [Verdict("NGRAM_NOT_NORMALIZED", FAIL, "the n-gram probability at {at} adds the same "
-                        "constant to a count and to its total; summed over the vocabulary it "
-                        "exceeds 1", "Add k to every count and k times the vocabulary size to the "
-                        "total (or renormalize over the vocabulary).", e.site)]
+        return [Verdict("NGRAM_NOT_NORMALIZED", "add_k", FAIL, e.site)]
     return []
 
 
@@ -120,70 +100,29 @@ def _judgment(e: Event, resolved: set[int]) -> list[Verdict]:
     if rule == "TRAIN_DATA_AT_EVAL":
         if not (TRAIN in e.taint and _val(e.state)):
             return []
-        return [Verdict(rule, FAIL, "the update at {at} trains on training data inside the loop "
-                        "that scores validation tokens at {other}", "Do all training on training "
-                        "data before evaluation; at evaluation adapt only on tokens already scored.",
-                        e.site, e.other)]
+        return [Verdict(rule, "trains_while_scoring", FAIL, e.site, e.other)]
     if not (_val(e.taint) and _val(e.state)):
         return []  # the update trained on, and the score scored, validation data
-    again = "again" in e.flags
     if rule == "MULTI_EPOCH":
         if id(e.site.inner) not in resolved:
             return []
-        return [Verdict("TTT_SCORE_AFTER_ADAPT", WARN, "the update at {at} runs several passes "
-                        "over the same already-scored tokens (multi-epoch adaptation)",
-                        "No score changes, but reviewers have asked for a ruling; one pass per "
-                        "chunk avoids the question.", e.site, link=PR_1698)]
+        return [Verdict("TTT_SCORE_AFTER_ADAPT", "multi_epoch", WARN, e.site)]
     if rule == "PREQUANT_TTT_ON_VAL":
-        return [Verdict(rule, FAIL, "validation tokens are trained on at {at} and scored after "
-                        "that, at {other}", "Do not fine-tune on validation tokens before scoring "
-                        "them; to adapt at test time, score each chunk first, then train on it.",
-                        e.site, e.other)]
+        return [Verdict(rule, "trained_then_scored", FAIL, e.site, e.other)]
     if rule == "TTT_SCORE_AFTER_ADAPT":
-        message = ("tokens trained on at {at} are scored again at {other} in a later pass of "
-                   "the loop" if again else
-                   "the update at {at} trains on tokens before they are scored at {other}")
-        return [Verdict(rule, FAIL, message, "Score each chunk once, under torch.no_grad(), before "
-                        "any update that uses it; train on it only after that (and keep any epoch "
-                        "loop inside, after the scoring).", e.site, e.other)]
-    if rule == "SLOT":
+        kind = "scored_again" if "again" in e.flags else "adapt_then_score"
+        return [Verdict(rule, kind, FAIL, e.site, e.other)]
+    if rule in ("SLOT", "ETLB"):
         if "context_only" in e.flags:
-            return [Verdict(rule, WARN, "parameters made for each window are fitted at {at} on the "
-                            "window's context only, then used to score its new tokens at {other}",
-                            "Context-only SLOT has no ruling yet (issue #1336); expect review.",
-                            e.site, e.other, link=ISSUE_1336)]
-        return [Verdict(rule, FAIL, "parameters made for each window are optimized at {at} on "
-                        "the window's own targets, then used to score them at {other}", "Remove "
-                        "the per-window optimization: a window's score may not depend on its own "
-                        "tokens.", e.site, e.other)]
-    if rule == "ETLB":
-        if "context_only" in e.flags:
-            return [Verdict(rule, WARN, "a bias carried across windows is fitted at {at} on each "
-                            "window's context only, then applied to score its new tokens at {other}",
-                            "Fitting on already-scored context has no ruling yet (the question of "
-                            "issue #1336); expect review.", e.site, e.other, link=ISSUE_1336)]
-        return [Verdict(rule, FAIL, "a bias kept across windows is fitted at {at} on tokens it then "
-                        "helps score at {other}", "Update the bias only after a window is scored, "
-                        "so it only affects later windows.", e.site, e.other)]
+            return [Verdict(rule, "context_only", WARN, e.site, e.other)]
+        return [Verdict(rule, "own_targets", FAIL, e.site, e.other)]
     if rule == "TWO_PASS_RESCORE":
-        return [Verdict(rule, FAIL, "a first pass over the validation tokens scores them and fills "
-                        "the table at {at}; a second pass reads it at {other} and scores them "
-                        "again", "Score in one left-to-right pass; update the table only with "
-                        "tokens already scored.", e.site, e.other)]
-    if rule == "VAL_DATA_IN_TRAINING" and "prebuilt" not in e.flags:
-        return [Verdict(rule, FAIL, "the update at {at} trains on validation tokens, which are "
-                        "scored only later, at {other}", "Train only on fineweb_train_* shards; "
-                        "validation tokens may be trained on only after they are scored.",
-                        e.site, e.other)]
+        return [Verdict(rule, "second_pass", FAIL, e.site, e.other)]
     if rule == "VAL_DATA_IN_TRAINING":
-        return [Verdict(rule, FAIL, "a table is filled from validation tokens at {at} before "
-                        "scoring starts, then read while scoring at {other}: early tokens see "
-                        "statistics of later ones", "Fill the table while scoring, with each token "
-                        "added only after it is scored.", e.site, e.other)]
+        kind = "prebuilt_table" if "prebuilt" in e.flags else "trained_before_scored"
+        return [Verdict(rule, kind, FAIL, e.site, e.other)]
     if rule == "NETWORK_AT_EVAL":
-        return [Verdict(rule, FAIL, "a network call at {at} runs while validation tokens are being "
-                        "scored (a score at {other})", "Evaluation must use only the artifact: remove "
-                        "the download or call.", e.site, e.other)]
+        return [Verdict(rule, "while_scoring", FAIL, e.site, e.other)]
     return []
 
 
@@ -192,18 +131,12 @@ def _update(e: Event) -> list[Verdict]:
         return []
     if "resolved" in e.flags:
         if _tensor_only(e.state):
-            return [Verdict("ETLB", INFO, "the bias updated at {at} is fitted only on tokens scored "
-                            "before, at {other}", "", e.site, e.other)]
-        return [Verdict("TTT_SCORE_AFTER_ADAPT", INFO, "legal score-first adaptation at {at}: "
-                        "the tokens it trains on were scored before, at {other}", "", e.site, e.other)]
+            return [Verdict("ETLB", "scored_before", INFO, e.site, e.other)]
+        return [Verdict("TTT_SCORE_AFTER_ADAPT", "score_first", INFO, e.site, e.other)]
     if "judged" in e.flags:
         return []
-    if TRAIN in e.taint:
-        message = "the training update at {at} also trains on validation tokens"
-    else:
-        message = "the update at {at} trains on validation tokens that were never scored first"
-    return [Verdict("VAL_DATA_IN_TRAINING", FAIL, message, "Train only on fineweb_train_* shards; "
-                    "validation tokens may be trained on only after they are scored.", e.site)]
+    kind = "mixed_into_training" if TRAIN in e.taint else "never_scored"
+    return [Verdict("VAL_DATA_IN_TRAINING", kind, FAIL, e.site)]
 
 
 def _tensor_only(state: Taint) -> bool:
@@ -221,86 +154,48 @@ def _score(e: Event) -> list[Verdict]:
     gates = {label[1] for label in kinds(e.taint, "gated")}
     gates |= {label[1] for label in kinds(e.taint, "gate") if label[2] == "lookup"}
     for site in sorted(gates, key=lambda s: s.path) if not byte_mixture else ():
-        out.append(Verdict("REALIZED_TOKEN_GATE", FAIL, "the weight at {at} is read from the token "
-                           "being scored and changes that token's probability (scored at {other})",
-                           "Compute gates and mixture weights from the context only (tokens "
-                           "before the one scored).", site, e.site))
+        out.append(Verdict("REALIZED_TOKEN_GATE", "gate_reads_target", FAIL, site, e.site))
     for label in byte_mixture:
-        out.append(Verdict("BYTE_MIXTURE_NOT_NORMALIZED", FAIL, "probabilities of the scored "
-                           "token's own bytes ({at}) are mixed into its score at {other}; the "
-                           "result is not a distribution over the token vocabulary",
-                           "Mix distributions over the whole vocabulary and normalize before "
-                           "reading the target's probability.", label[1], e.site))
+        out.append(Verdict("BYTE_MIXTURE_NOT_NORMALIZED", "own_bytes", FAIL, label[1], e.site))
     for label in kinds(e.taint, "select"):
-        out.append(Verdict("TWO_PASS_RESCORE", FAIL, "the score at {other} keeps the better of two "
-                           "predictions, chosen at {at} by comparing their losses on the true token",
-                           "Commit to one prediction per token, or mix predictors with weights "
-                           "computed from the context only.", label[1], e.site))
+        out.append(Verdict("TWO_PASS_RESCORE", "better_of_two", FAIL, label[1], e.site))
     if TRAIN in e.taint:
-        out.append(Verdict("TRAIN_DATA_AT_EVAL", FAIL, "training data reaches the validation score "
-                           "at {at}", "Build anything derived from training data during training "
-                           "and store it in the artifact; evaluation may not read training shards.",
-                           e.site))
+        out.append(Verdict("TRAIN_DATA_AT_EVAL", "in_score", FAIL, e.site))
     return out
 
 
 def _lookup(e: Event) -> list[Verdict]:
     if TARGET in e.taint:
-        return [Verdict("NGRAM_TARGET_IN_KEY", FAIL, "the table read at {at} uses a key hashed from "
-                        "the token being scored, so only that token's entry is looked up",
-                        "Hash the context only, read a distribution over the whole vocabulary (or "
-                        "a hint token), renormalize, then evaluate it at the target.", e.site)]
+        return [Verdict("NGRAM_TARGET_IN_KEY", "target_in_key", FAIL, e.site)]
     if "module" in e.flags:
         return []
-    return [Verdict("NGRAM_TARGET_IN_KEY", INFO, "n-gram table read at {at} with a key hashed "
-                    "from the context only", "", e.site)]
+    return [Verdict("NGRAM_TARGET_IN_KEY", "context_key", INFO, e.site)]
 
 
 def _calib(e: Event) -> list[Verdict]:
     if _val(e.taint):
-        return [Verdict("GPTQ_CALIB_ON_VAL", FAIL, "quantization calibration at {at} runs the model "
-                        "on validation tokens", "Calibrate on training batches inside the training "
-                        "budget, or on text the model generates itself.", e.site)]
+        return [Verdict("GPTQ_CALIB_ON_VAL", "on_validation", FAIL, e.site)]
     if TRAIN in e.taint:
-        return [Verdict("GPTQ_CALIB_ON_VAL", INFO, "quantization calibrated on training data at {at}",
-                        "", e.site)]
+        return [Verdict("GPTQ_CALIB_ON_VAL", "on_training", INFO, e.site)]
     if GEN in e.taint:
-        return [Verdict("GPTQ_CALIB_ON_VAL", INFO, "quantization calibrated on self-generated "
-                        "tokens at {at}", "", e.site)]
+        return [Verdict("GPTQ_CALIB_ON_VAL", "on_generated", INFO, e.site)]
     return []
 
 
 def _mix(e: Event) -> list[Verdict]:
-    if "masked" in e.flags:
-        return [Verdict("BOS_CROSS_DOC_LEAK", INFO, "previous-token mixing at {at} is masked at "
-                        "document starts", "", e.site)]
-    return [Verdict("BOS_CROSS_DOC_LEAK", FAIL, "previous-token mixing at {at} is not masked at "
-                    "document starts: the first token of a document sees the last token of the "
-                    "one before", "Zero the gate where the current token is BOS (id 1), e.g. "
-                    "g = g.masked_fill(input_ids[:, 1:] == 1, 0.0) before mixing.", e.site)]
+    kind = "masked" if "masked" in e.flags else "unmasked"
+    return [Verdict("BOS_CROSS_DOC_LEAK", kind, INFO if kind == "masked" else FAIL, e.site)]
 
 
 def _pieces(e: Event) -> list[Verdict]:
-    missing = []
-    if "byte_fallback" not in e.flags:
-        missing.append("byte-fallback pieces (<0x41>) are counted by the length of their text, "
-                       "6 bytes instead of 1")
-    if "leading_space" not in e.flags:
-        missing.append("the leading '\u2581' is not turned into one space byte")
-    if not missing:
-        return [Verdict("BPB_BYTE_ACCOUNTING", INFO, "bytes per token at {at} are counted from the "
-                        "tokenizer's pieces (byte fallback and leading space handled)", "", e.site)]
-    return [Verdict("BPB_BYTE_ACCOUNTING", WARN, "the bytes-per-token table built at {at}: "
-                    + "; ".join(missing), "Count byte-fallback pieces as 1 byte, strip '\u2581' and "
-                    "count it as one space byte (only where the previous token is not a boundary).",
-                    e.site)]
+    fallback, space = "byte_fallback" in e.flags, "leading_space" in e.flags
+    if fallback and space:
+        return [Verdict("BPB_BYTE_ACCOUNTING", "pieces", INFO, e.site)]
+    kind = "no_byte_fallback" if space else "no_leading_space" if fallback else "no_fallback_no_space"
+    return [Verdict("BPB_BYTE_ACCOUNTING", kind, WARN, e.site)]
 
 
 def _tilt(e: Event) -> list[Verdict]:
     if "normalized" in e.flags:
-        return [Verdict("NGRAM_NOT_NORMALIZED", INFO, "token tilt at {at} is renormalized over "
-                        "the vocabulary", "", e.site)]
-    return [Verdict("NGRAM_NOT_NORMALIZED", FAIL, "the tilt at {at} boosts the scored token when "
-                    "it matches the hint but never renormalizes: the probabilities no longer sum "
-                    "to 1", "Divide by Z = 1 + p_hint * (exp(beta) - 1) (or subtract log Z from "
-                    "the log-probability).", e.site)]
+        return [Verdict("NGRAM_NOT_NORMALIZED", "renormalized", INFO, e.site)]
+    return [Verdict("NGRAM_NOT_NORMALIZED", "not_renormalized", FAIL, e.site)]

@@ -8,16 +8,7 @@ import re
 import libcst as cst
 
 from audits.legality.values import (
-    EMPTY,
-    GEN,
-    INDICATOR,
-    PROB,
-    TARGET,
-    TRAIN,
-    VAL,
-    Taint,
-    has_data,
-    kinds,
+    EMPTY, GEN, INDICATOR, PROB, TARGET, TRAIN, VAL, Taint, has_data, kinds,
 )
 
 # Data files are named by split: fineweb_val_000000.bin, fineweb_train_*.bin, val.bin, ...

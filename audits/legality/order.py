@@ -20,15 +20,7 @@ from __future__ import annotations
 import dataclasses
 
 from audits.legality.values import (
-    Event,
-    Site,
-    Taint,
-    data_roots,
-    exclusive,
-    is_score,
-    is_update,
-    kinds,
-    switches,
+    Event, Site, Taint, data_roots, exclusive, is_score, is_update, kinds, switches,
 )
 
 SLOT, ETLB, TTT, PREQUANT, TRAIN_AT_EVAL, VAL_IN_TRAINING = (

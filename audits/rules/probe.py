@@ -6,16 +6,7 @@ import functools
 import hashlib
 
 from audits.findings import Severity
-from audits.registry import (
-    FAIL,
-    Rule,
-    check,
-    found,
-    issue,
-    pgolf,
-    pr,
-    rules,
-)
+from audits.registry import FAIL, Rule, check, found, issue, pgolf, pr, rules
 from audits.submission import ENTRY_SCRIPT
 
 # Opt-in (`--probe`), and it vouches for pgolf's own code only, so it lends no verdict to

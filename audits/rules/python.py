@@ -5,18 +5,7 @@ from __future__ import annotations
 
 from audits import pyversion
 from audits.findings import Severity
-from audits.registry import (
-    FAIL,
-    WARN,
-    Rule,
-    check,
-    found,
-    issue,
-    pgolf,
-    pr,
-    readme,
-    rules,
-)
+from audits.registry import FAIL, WARN, Rule, check, found, issue, pgolf, pr, readme, rules
 from audits.submission import display_name
 
 RULES = rules(

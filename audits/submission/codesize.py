@@ -8,14 +8,7 @@ wrapper back is `audits.submission.unwrap`'s job.
 
 from __future__ import annotations
 
-from trainer.codesize import (
-    WRAPPER_HEAD,
-    WRAPPER_TAIL,
-    MinifyError,
-    compact_form,
-    minify,
-    wrap,
-)
+from trainer.codesize import WRAPPER_HEAD, WRAPPER_TAIL, MinifyError, compact_form, minify, wrap
 
 __all__ = ["WRAPPER_HEAD", "WRAPPER_TAIL", "MinifyError", "compact_form", "minify", "wrap",
            "counted_bytes"]

@@ -2,8 +2,10 @@
 
 import inspect
 
-from audits import catalogue, registry
+from audits import catalogue, compliance, registry
+from audits.context import AuditOptions
 from audits.findings import Severity
+from pgolf_cli import console
 
 # The IDs and severities of the project's rule spec (docs: the rule catalogue the audit enforces).
 SPEC = {
@@ -60,3 +62,21 @@ def test_every_check_is_documented_with_the_headings():
 def test_found_uses_catalogue_defaults():
     f = registry.found("FOLDER_NAME", "x")
     assert f.severity == Severity.WARN and f.source.startswith("PR #1667")
+
+
+def test_every_rule_has_one_check_and_every_check_a_rule():
+    assert set(registry.CHECKS) == {rule.id for rule in catalogue.RULES}
+
+
+def test_a_rule_row_and_its_check_live_in_one_module():
+    for rule in catalogue.RULES:
+        module = inspect.getmodule(registry.CHECKS[rule.id])
+        assert rule in module.RULES, f"{rule.id}: its check is in {module.__name__}, its row is not"
+
+
+def test_list_rules_agrees_with_the_compliance_summary():
+    options = AuditOptions(smoke=True, probe=True)
+    lines = {line.split()[0]: line for line in console.rules_table().splitlines() if line.startswith("  ")}
+    for rule in catalogue.RULES:
+        listed_unchecked = "not checked by this version" in lines[rule.id]
+        assert listed_unchecked == (not compliance.checked(rule, options)), rule.id

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from audits.registry import C1, FAIL, Rule, check, pr, rules
+from audits.registry import C1, FAIL, Rule, Words, check, pr, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("BOS_CROSS_DOC_LEAK", FAIL, "legality",
          "Previous-token mixing paths are masked at document starts (BOS).",
          (pr(1797, "audit"), pr(1851, "fix")), (C1,)),
+)
+WORDS = words(
+    "BOS_CROSS_DOC_LEAK",
+    unmasked=Words(
+        "previous-token mixing at {at} is not masked at document starts: the first token of a "
+        "document sees the last token of the one before",
+        "Zero the gate where the current token is BOS (id 1), e.g. "
+        "g = g.masked_fill(input_ids[:, 1:] == 1, 0.0) before mixing."),
+    masked=Words("previous-token mixing at {at} is masked at document starts"),
 )
 
 

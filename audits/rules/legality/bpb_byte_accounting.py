@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from audits.registry import WARN, Rule, check, issue, pr, rules
+from audits.registry import WARN, Rule, Words, check, issue, pr, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
@@ -10,6 +10,24 @@ RULES = rules(
          "Bytes per token come from the tokenizer's pieces (leading space, byte fallback, "
          "control tokens handled).",
          (issue(1017, "section V"), pr(1806, "Scylla record removed"), issue(897))),
+)
+
+_FALLBACK = "byte-fallback pieces (<0x41>) are counted by the length of their text, 6 bytes instead of 1"
+_SPACE = "the leading '\u2581' is not turned into one space byte"
+_HINT = ("Count byte-fallback pieces as 1 byte, strip '\u2581' and count it as one space byte (only "
+         "where the previous token is not a boundary).")
+WORDS = words(
+    "BPB_BYTE_ACCOUNTING",
+    no_byte_fallback=Words(f"the bytes-per-token table built at {{at}}: {_FALLBACK}", _HINT),
+    no_leading_space=Words(f"the bytes-per-token table built at {{at}}: {_SPACE}", _HINT),
+    no_fallback_no_space=Words(f"the bytes-per-token table built at {{at}}: {_FALLBACK}; {_SPACE}", _HINT),
+    fixed_ratio=Words(
+        "bits per byte at {at} divide by a fixed bytes-per-token ratio instead of counting bytes",
+        "Count each scored token's bytes from the tokenizer's pieces (or a per-token byte sidecar) "
+        "and divide the summed bits by the summed bytes."),
+    pieces=Words(
+        "bytes per token at {at} are counted from the tokenizer's pieces (byte fallback and leading "
+        "space handled)"),
 )
 
 

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from audits.registry import C2, FAIL, Rule, check, issue, pr, rules
+from audits.registry import C2, FAIL, Rule, Words, check, issue, pr, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("BYTE_MIXTURE_NOT_NORMALIZED", FAIL, "legality",
          "Byte-level model mixtures still give a normalized distribution over tokens.",
          (issue(1872), pr(1902)), (C2,)),
+)
+WORDS = words(
+    "BYTE_MIXTURE_NOT_NORMALIZED",
+    own_bytes=Words(
+        "probabilities of the scored token's own bytes ({at}) are mixed into its score at {other}; "
+        "the result is not a distribution over the token vocabulary",
+        "Mix distributions over the whole vocabulary and normalize before reading the target's "
+        "probability."),
 )
 
 

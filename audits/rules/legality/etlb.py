@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
-from audits.registry import C1, C3, FAIL, Rule, check, pr, rules
+from audits.registry import C1, C3, FAIL, Rule, Words, check, pr, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("ETLB", FAIL, "legality",
          "No eval-time logit bias fitted on the tokens it is applied to.",
          (pr(1399),), (C1, C3)),
+)
+WORDS = words(
+    "ETLB",
+    own_targets=Words(
+        "a bias kept across windows is fitted at {at} on tokens it then helps score at {other}",
+        "Update the bias only after a window is scored, so it only affects later windows."),
+    context_only=Words(
+        "a bias carried across windows is fitted at {at} on each window's context only, then "
+        "applied to score its new tokens at {other}",
+        "Fitting on already-scored context has no ruling yet (the question of issue #1336); expect "
+        "review.", link="https://github.com/openai/parameter-golf/issues/1336"),
+    scored_before=Words("the bias updated at {at} is fitted only on tokens scored before, at {other}"),
 )
 
 

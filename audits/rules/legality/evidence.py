@@ -7,7 +7,7 @@ import re
 
 from audits import legality
 from audits.findings import Severity
-from audits.registry import ROWS, found
+from audits.registry import ROWS, WORDS, found
 
 _WRAPPER = re.compile(r"exec\s*\(.*(decompress|b85decode|b64decode)", re.S)
 
@@ -53,14 +53,28 @@ def _finding(sub, result, v):
     call_at = v.site.call_position()
     if call_at is not None and call_at.start.line != line:
         evidence.append(f"(reached through the call at line {call_at.start.line})")
-    message = v.message.format(at=f"line {line}", other=f"line {other_line}")
-    rule = ROWS[v.rule]
-    source = rule.primary_source + (f"; contested, see {v.link}" if v.link else "")
+    words = WORDS[v.rule][v.kind]
+    message = words.message.format(at=f"line {line}", other=f"line {other_line}", detail=v.detail)
+    message += _notes(v)
+    source = ROWS[v.rule].primary_source + (f"; contested, see {words.link}" if words.link else "")
     shipped = sub.scripts.get(script.rel)
     return found(v.rule, message, severity=v.severity, file=script.rel, line=line,
-                 column=at.start.column if at else None, evidence="\n".join(evidence), hint=v.hint,
-                 via=shipped.via(line) if shipped is not None else None, source=source,
-                 confidence="medium" if v.link else "high")
+                 column=at.start.column if at else None, evidence="\n".join(evidence),
+                 hint=words.hint, via=shipped.via(line) if shipped is not None else None,
+                 source=source, confidence="medium" if words.link else "high")
+
+
+def _notes(v) -> str:
+    """Why a verdict weighs less than its reading: code that runs only with settings changed,
+    from a side script, or never."""
+    notes = ""
+    if v.settings:
+        notes += f" (only when {' and '.join(v.settings)}; not with the default settings)"
+    if v.side_script:
+        notes += " (in a script the entry point does not run)"
+    if v.unreachable:
+        notes += " (in code the entry point never reaches)"
+    return notes
 
 
 def _excerpt(script, at, where: str = "") -> str:

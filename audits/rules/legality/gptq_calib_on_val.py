@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from audits.registry import C1, FAIL, Rule, check, pr, rules
+from audits.registry import C1, FAIL, Rule, Words, check, pr, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("GPTQ_CALIB_ON_VAL", FAIL, "legality",
          "Quantization calibration never reads validation tokens.",
          (pr(728), pr(1919), pr(1019, "self-generated calibration is legal")), (C1,)),
+)
+WORDS = words(
+    "GPTQ_CALIB_ON_VAL",
+    on_validation=Words(
+        "quantization calibration at {at} runs the model on validation tokens",
+        "Calibrate on training batches inside the training budget, or on text the model generates "
+        "itself."),
+    on_training=Words("quantization calibrated on training data at {at}"),
+    on_generated=Words("quantization calibrated on self-generated tokens at {at}"),
 )
 
 

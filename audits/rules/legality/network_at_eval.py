@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
-from audits.registry import FAIL, Rule, check, readme, rules
+from audits.registry import FAIL, Rule, Words, check, readme, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("NETWORK_AT_EVAL", FAIL, "legality",
          "No downloads or network calls during evaluation.",
          (readme("FAQ, evaluation"),)),
+)
+WORDS = words(
+    "NETWORK_AT_EVAL",
+    while_scoring=Words(
+        "a network call at {at} runs while validation tokens are being scored (a score at {other})",
+        "Evaluation must use only the artifact: remove the download or call."),
+    before_scoring=Words(
+        "network call {detail} at {at}, before any score is taken",
+        "Remove it, or make sure it never runs in the evaluation run: the artifact must be "
+        "self-contained."),
 )
 
 

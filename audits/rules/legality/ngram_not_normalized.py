@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
-from audits.registry import C2, FAIL, Rule, check, pr, rules
+from audits.registry import C2, FAIL, Rule, Words, check, pr, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("NGRAM_NOT_NORMALIZED", FAIL, "legality",
          "Cache or n-gram mixtures give a distribution that sums to 1 over the vocabulary.",
          (pr(972), pr(978)), (C2,)),
+)
+WORDS = words(
+    "NGRAM_NOT_NORMALIZED",
+    not_renormalized=Words(
+        "the tilt at {at} boosts the scored token when it matches the hint but never renormalizes: "
+        "the probabilities no longer sum to 1",
+        "Divide by Z = 1 + p_hint * (exp(beta) - 1) (or subtract log Z from the log-probability)."),
+    add_k=Words(
+        "the n-gram probability at {at} adds the same constant to a count and to its total; summed "
+        "over the vocabulary it exceeds 1",
+        "Add k to every count and k times the vocabulary size to the total (or renormalize over the "
+        "vocabulary)."),
+    renormalized=Words("token tilt at {at} is renormalized over the vocabulary"),
 )
 
 

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from audits.registry import C2, FAIL, Rule, check, issue, pr, rules
+from audits.registry import C2, FAIL, Rule, Words, check, issue, pr, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("NGRAM_TARGET_IN_KEY", FAIL, "legality",
          "No hashed n-gram cache whose key includes the token being scored.",
          (pr(779, "ruled disallowed"), issue(677), pr(1514, "the legal renormalized tilt")), (C2,)),
+)
+WORDS = words(
+    "NGRAM_TARGET_IN_KEY",
+    target_in_key=Words(
+        "the table read at {at} uses a key hashed from the token being scored, so only that token's "
+        "entry is looked up",
+        "Hash the context only, read a distribution over the whole vocabulary (or a hint token), "
+        "renormalize, then evaluate it at the target."),
+    context_key=Words("n-gram table read at {at} with a key hashed from the context only"),
 )
 
 

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from audits.registry import C1, FAIL, Rule, check, pr, readme, rules
+from audits.registry import C1, FAIL, Rule, Words, check, pr, readme, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("PAID_PREFIX", FAIL, "legality",
          "Validation tokens are not stored in the artifact.",
          (readme("FAQ, paid prefix"), pr(168), pr(262)), (C1,)),
+)
+WORDS = words(
+    "PAID_PREFIX",
+    saved=Words(
+        "validation tokens are written into the artifact at {at} ({detail})",
+        "The artifact may hold only the model and code: remove the validation data from what is "
+        "saved."),
 )
 
 

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from audits.registry import C3, FAIL, Rule, check, issue, pr, rules
+from audits.registry import C3, FAIL, Rule, Words, check, issue, pr, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("PREQUANT_TTT_ON_VAL", FAIL, "legality",
          "No fine-tuning on validation tokens before they are scored.",
          (pr(1376), issue(677), pr(1902)), (C3,)),
+)
+WORDS = words(
+    "PREQUANT_TTT_ON_VAL",
+    trained_then_scored=Words(
+        "validation tokens are trained on at {at} and scored after that, at {other}",
+        "Do not fine-tune on validation tokens before scoring them; to adapt at test time, score "
+        "each chunk first, then train on it."),
 )
 
 

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from audits.registry import C1, FAIL, Rule, check, pr, rules
+from audits.registry import C1, FAIL, Rule, Words, check, pr, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("REALIZED_TOKEN_GATE", FAIL, "legality",
          "No mixture or tilt whose gate reads the token being scored.",
          (pr(1967), pr(2018)), (C1,)),
+)
+WORDS = words(
+    "REALIZED_TOKEN_GATE",
+    gate_reads_target=Words(
+        "the weight at {at} is read from the token being scored and changes that token's "
+        "probability (scored at {other})",
+        "Compute gates and mixture weights from the context only (tokens before the one scored)."),
 )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from audits.registry import C1, C3, FAIL, Rule, check, issue, pr, rules
+from audits.registry import C1, C3, FAIL, Rule, Words, check, issue, pr, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
@@ -10,6 +10,18 @@ RULES = rules(
          "No per-window parameters optimized on the window's own targets and then used to "
          "score them.",
          (pr(1240, "proof of the violation"), issue(1336)), (C1, C3)),
+)
+WORDS = words(
+    "SLOT",
+    own_targets=Words(
+        "parameters made for each window are optimized at {at} on the window's own targets, then "
+        "used to score them at {other}",
+        "Remove the per-window optimization: a window's score may not depend on its own tokens."),
+    context_only=Words(
+        "parameters made for each window are fitted at {at} on the window's context only, then used "
+        "to score its new tokens at {other}",
+        "Context-only SLOT has no ruling yet (issue #1336); expect review.",
+        link="https://github.com/openai/parameter-golf/issues/1336"),
 )
 
 

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
-from audits.registry import FAIL, Rule, check, readme, rules
+from audits.registry import FAIL, Rule, Words, check, readme, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("TRAIN_DATA_AT_EVAL", FAIL, "legality",
          "Training shards are not read during evaluation.",
          (readme("FAQ, evaluation"),)),
+)
+WORDS = words(
+    "TRAIN_DATA_AT_EVAL",
+    trains_while_scoring=Words(
+        "the update at {at} trains on training data inside the loop that scores validation tokens "
+        "at {other}",
+        "Do all training on training data before evaluation; at evaluation adapt only on tokens "
+        "already scored."),
+    in_score=Words(
+        "training data reaches the validation score at {at}",
+        "Build anything derived from training data during training and store it in the artifact; "
+        "evaluation may not read training shards."),
 )
 
 

@@ -2,13 +2,30 @@
 
 from __future__ import annotations
 
-from audits.registry import C3, FAIL, Rule, check, issue, pr, readme, rules
+from audits.registry import C3, FAIL, Rule, Words, check, issue, pr, readme, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("TTT_SCORE_AFTER_ADAPT", FAIL, "legality",
          "Tokens are scored before any update that used them, and never scored again after.",
          (readme("FAQ, test-time training"), issue(402), issue(677), pr(991)), (C3,)),
+)
+
+_HINT = ("Score each chunk once, under torch.no_grad(), before any update that uses it; train on it "
+         "only after that (and keep any epoch loop inside, after the scoring).")
+WORDS = words(
+    "TTT_SCORE_AFTER_ADAPT",
+    adapt_then_score=Words(
+        "the update at {at} trains on tokens before they are scored at {other}", _HINT),
+    scored_again=Words(
+        "tokens trained on at {at} are scored again at {other} in a later pass of the loop", _HINT),
+    multi_epoch=Words(
+        "the update at {at} runs several passes over the same already-scored tokens (multi-epoch "
+        "adaptation)", "No score changes, but reviewers have asked for a ruling; one pass per chunk "
+        "avoids the question.", link="https://github.com/openai/parameter-golf/pull/1698"),
+    score_first=Words(
+        "legal score-first adaptation at {at}: the tokens it trains on were scored before, at "
+        "{other}"),
 )
 
 

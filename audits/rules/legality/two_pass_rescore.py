@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
-from audits.registry import C4, FAIL, Rule, check, pr, rules
+from audits.registry import C4, FAIL, Rule, Words, check, pr, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("TWO_PASS_RESCORE", FAIL, "legality",
          "Each token is scored once; no second pass and no picking the better pass.",
          (pr(846), pr(853), pr(959), pr(659)), (C4,)),
+)
+WORDS = words(
+    "TWO_PASS_RESCORE",
+    second_pass=Words(
+        "a first pass over the validation tokens scores them and fills the table at {at}; a second "
+        "pass reads it at {other} and scores them again",
+        "Score in one left-to-right pass; update the table only with tokens already scored."),
+    better_of_two=Words(
+        "the score at {other} keeps the better of two predictions, chosen at {at} by comparing "
+        "their losses on the true token",
+        "Commit to one prediction per token, or mix predictors with weights computed from the "
+        "context only."),
 )
 
 

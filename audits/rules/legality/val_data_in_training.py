@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
-from audits.registry import FAIL, Rule, check, readme, rules
+from audits.registry import FAIL, Rule, Words, check, readme, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("VAL_DATA_IN_TRAINING", FAIL, "legality",
          "Validation tokens never reach training or any state built before evaluation.",
          (readme("FAQ, validation data"),)),
+)
+
+_HINT = ("Train only on fineweb_train_* shards; validation tokens may be trained on only after they "
+         "are scored.")
+WORDS = words(
+    "VAL_DATA_IN_TRAINING",
+    trained_before_scored=Words(
+        "the update at {at} trains on validation tokens, which are scored only later, at {other}",
+        _HINT),
+    prebuilt_table=Words(
+        "a table is filled from validation tokens at {at} before scoring starts, then read while "
+        "scoring at {other}: early tokens see statistics of later ones",
+        "Fill the table while scoring, with each token added only after it is scored."),
+    mixed_into_training=Words("the training update at {at} also trains on validation tokens", _HINT),
+    never_scored=Words(
+        "the update at {at} trains on validation tokens that were never scored first", _HINT),
 )
 
 
