@@ -1,6 +1,6 @@
 """Whether attention restricted to documents pays on this GPU: dense causal against document-masked.
 
-    PYTHONPATH=. python benchmarks/doc_attention.py [--corpus .gpu/corpus] [--docs 5000]
+    python -m benchmarks.doc_attention [--corpus .gpu/corpus] [--docs 5000]
 
 The records from 2026-04-10 on pack documents and let no token attend across a document boundary
 (FlashAttention 3's varlen kernel with cumulative sequence lengths from the BOS positions). That
@@ -23,21 +23,19 @@ import argparse
 import importlib
 import itertools
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 
+import torch
+import torch.nn.functional as F
+
+from benchmarks.train_h200 import VAL_DOCS
+from trainer.data import TrainLoader
+from trainer.dataprep import BOS_ID, iter_documents, write_shards
+from trainer.distributed import Dist
+from trainer.shards import shard_paths
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-
-from benchmarks.train_h200 import VAL_DOCS  # noqa: E402
-from trainer.data import TrainLoader  # noqa: E402
-from trainer.dataprep import BOS_ID, iter_documents, write_shards  # noqa: E402
-from trainer.distributed import Dist  # noqa: E402
-from trainer.shards import shard_paths  # noqa: E402
 
 SEQS, SEQ_LEN, HEADS, KV_HEADS, HEAD_DIM = 48, 2048, 8, 4, 64
 

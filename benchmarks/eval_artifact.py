@@ -1,6 +1,6 @@
 """Evaluate an artifact again, every phase the settings enable, on one or several GPUs.
 
-    torchrun --standalone --nproc_per_node=N benchmarks/eval_artifact.py ARTIFACT
+    torchrun --standalone --nproc_per_node=N -m benchmarks.eval_artifact ARTIFACT
 
 Settings come from the environment as for a run (DATA_DIR, PRESET, SLIDING_WINDOW_ENABLED,
 TTT_ENABLED...). It rebuilds the model from the settings, loads the artifact and runs the run
@@ -13,16 +13,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from trainer.bpb import target_bytes  # noqa: E402
-from trainer.config import load_config  # noqa: E402
-from trainer.distributed import dist_from_env, start, stop  # noqa: E402
-from trainer.evaluate import load_validation  # noqa: E402
-from trainer.main import pick_device  # noqa: E402
-from trainer.model import build_model  # noqa: E402
-from trainer.preflight import preflight  # noqa: E402
-from trainer.scoring import evaluate_artifact  # noqa: E402
+from trainer.bpb import target_bytes
+from trainer.config import load_config
+from trainer.distributed import dist_from_env, start, stop
+from trainer.evaluate import load_validation
+from trainer.main import pick_device
+from trainer.model import build_model
+from trainer.preflight import preflight
+from trainer.scoring import evaluate_artifact
 
 
 def main() -> None:

@@ -1,7 +1,7 @@
 """Evaluation speed of an artifact, and its per-token losses, for comparing two trainer versions.
 
-    PYTHONPATH=. python benchmarks/eval_speed.py run ARTIFACT [--out DIR]     # on a GPU
-    python benchmarks/eval_speed.py compare OLD_DIR NEW_DIR                   # anywhere
+    python -m benchmarks.eval_speed run ARTIFACT [--out DIR]                  # on a GPU
+    python -m benchmarks.eval_speed compare OLD_DIR NEW_DIR                   # anywhere
 
 `run` tokenizes the stand-in corpus' validation split (as benchmarks/train_h200.py), loads the
 artifact into the record model with the loops on (as a run that trained past ENABLE_LOOPING_AT),
@@ -26,12 +26,10 @@ import argparse
 import json
 import os
 import re
-import sys
 import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 PHASES = ("quantized_sliding_window", "quantized_ttt")
 # (name, log line, seconds per logged unit)
@@ -60,7 +58,7 @@ def run(args: argparse.Namespace) -> None:
     import numpy as np
     import torch
 
-    from train_h200 import prepare_data
+    from benchmarks.train_h200 import prepare_data
     from trainer.bpb import target_bytes
     from trainer.config import load_config
     from trainer.evaluate import load_validation

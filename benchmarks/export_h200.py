@@ -1,7 +1,7 @@
 """Export and evaluation of a trained model on one GPU, against the reference figures.
 
-    PYTHONPATH=. python benchmarks/export_h200.py              # from the repository root, one command
-    PYTHONPATH=. python benchmarks/export_h200.py --run DIR    # reuse a run folder of train_h200.py
+    python -m benchmarks.export_h200                           # from the repository root, one command
+    python -m benchmarks.export_h200 --run DIR                 # reuse a run folder of train_h200.py
 
 Needs torch, numpy, sentencepiece and brotli (no pgolf install, no network). It
   1. takes a trained model: the run folder given (train.log + final_model.pt, as
@@ -25,26 +25,23 @@ import dataclasses
 import json
 import os
 import re
-import sys
 from pathlib import Path
 
+import torch
+
+from benchmarks import train_h200  # data preparation and training, shared with the trainer's benchmark
+from trainer.artifact import ArtifactTooLarge
+from trainer.errors import TrainerError
+from trainer.config import load_config
+from trainer.distributed import Dist
+from trainer.evaluate import load_validation
+from trainer.export import export_and_evaluate
+from trainer.model import GPT, build_model
+from trainer.preflight import preflight
+from trainer.runlog import close_log, open_log
+from trainer.runtime import Run
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "benchmarks"))
-
-import torch  # noqa: E402
-
-import train_h200  # noqa: E402  (data preparation and training, shared with the trainer's benchmark)
-from trainer.artifact import ArtifactTooLarge  # noqa: E402
-from trainer.errors import TrainerError  # noqa: E402
-from trainer.config import load_config  # noqa: E402
-from trainer.distributed import Dist  # noqa: E402
-from trainer.evaluate import load_validation  # noqa: E402
-from trainer.export import export_and_evaluate  # noqa: E402
-from trainer.model import GPT, build_model  # noqa: E402
-from trainer.preflight import preflight  # noqa: E402
-from trainer.runlog import close_log, open_log  # noqa: E402
-from trainer.runtime import Run  # noqa: E402
 
 # The record script (2026-04-09) on one H200 with the stand-in corpus, 180 s wallclock, cuDNN SDPA,
 # EMA 0.95 (the reference notes' anchors.md, outside this repository); and its FineWeb 8xH100 log

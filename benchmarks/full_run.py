@@ -1,7 +1,7 @@
 """The challenge's whole run on several GPUs: a bundled train_gpt.py under torchrun, end to end.
 
-    PYTHONPATH=. python benchmarks/full_run.py --bundle BUNDLE --nproc 4 start   # data, launch
-    PYTHONPATH=. python benchmarks/full_run.py wait                              # follow, collect
+    python -m benchmarks.full_run --bundle BUNDLE --nproc 4 start                # data, launch
+    python -m benchmarks.full_run wait                                           # follow, collect
 
 BUNDLE is the single-file train_gpt.py that `pgolf train` writes into a run folder (the file a
 submission ships), built where pgolf is installed and copied next to the corpus. It
@@ -31,12 +31,11 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
+from benchmarks import train_h200  # the shared data preparation and matmul rate
+from trainer.config import load_config
+from trainer.flops import step_flops
 
-import train_h200  # noqa: E402  (the shared data preparation and matmul rate)
-from trainer.config import load_config  # noqa: E402
-from trainer.flops import step_flops  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 ARTIFACT = "final_model.pga"
 

@@ -1,9 +1,9 @@
 """The first steps' losses for a fixed seed and fixed batches: the check that a speed change
 leaves what the trainer computes unchanged.
 
-    PYTHONPATH=. python benchmarks/loss_curve.py run --out before.json    # at the old commit
-    PYTHONPATH=. python benchmarks/loss_curve.py run --out after.json     # at the new one
-    python benchmarks/loss_curve.py compare before.json after.json
+    python -m benchmarks.loss_curve run --out before.json                 # at the old commit
+    python -m benchmarks.loss_curve run --out after.json                  # at the new one
+    python -m benchmarks.loss_curve compare before.json after.json
 
 `run` builds the model as `pgolf train` does (`build_model`, torch.compile on CUDA, Muon + AdamW)
 and trains --steps steps with the trainer's own `train_step` (bf16 autocast on CUDA, accumulation
@@ -18,13 +18,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import types
 from pathlib import Path
-
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "benchmarks"))
 
 
 class FixedBatches:
@@ -41,7 +36,7 @@ class FixedBatches:
 def run(args: argparse.Namespace) -> None:
     import torch
 
-    from step_profile import make_batches
+    from benchmarks.step_profile import make_batches
     from trainer.config import load_config
     from trainer.distributed import Dist
     from trainer.evaluate import autocast

@@ -1,8 +1,8 @@
 """How a training step of the record preset scales over the GPUs of one machine.
 
-    PYTHONPATH=. python benchmarks/scaling.py --nproc 1 2 4 [--steps 6] [--out DIR]
+    python -m benchmarks.scaling --nproc 1 2 4 [--steps 6] [--out DIR]
 
-For each process count N it launches `torchrun --standalone --nproc_per_node=N` on this file with
+For each process count N it launches `torchrun --standalone --nproc_per_node=N` on this module with
 `--worker`. Every rank builds the model as `pgolf train` does (compiled, cuDNN attention, DDP,
 Muon with its round-robin split over ranks, AdamW) and runs the trainer's own `train_step` on
 random tokens with gradient accumulation 8 / N, so the global batch is the 8-GPU one (786,432
@@ -25,19 +25,18 @@ import time
 import types
 from pathlib import Path
 
+import torch
+from torch.nn.parallel import DistributedDataParallel
+
+from benchmarks.step_profile import make_batches
+from trainer import distributed
+from trainer.config import load_config
+from trainer.evaluate import autocast
+from trainer.model import build_model
+from trainer.optim import build_optimizers
+from trainer.train import train_step
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-import torch  # noqa: E402
-from torch.nn.parallel import DistributedDataParallel  # noqa: E402
-
-from benchmarks.step_profile import make_batches  # noqa: E402
-from trainer import distributed  # noqa: E402
-from trainer.config import load_config  # noqa: E402
-from trainer.evaluate import autocast  # noqa: E402
-from trainer.model import build_model  # noqa: E402
-from trainer.optim import build_optimizers  # noqa: E402
-from trainer.train import train_step  # noqa: E402
 
 RESULT = "scaling-result "  # the line rank 0 prints for the driver
 
@@ -93,7 +92,8 @@ def main() -> None:
     results = []
     for n in args.nproc:
         done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
-                               f"--nproc_per_node={n}", __file__, "--worker", "--steps", str(args.steps)],
+                               f"--nproc_per_node={n}", "-m", "benchmarks.scaling",
+                               "--worker", "--steps", str(args.steps)],
                               capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
         lines = [line for line in done.stdout.splitlines() if line.startswith(RESULT)]
         if done.returncode != 0 or not lines:

@@ -1,6 +1,6 @@
 """Forward + backward time of the softcapped cross-entropy: compiled PyTorch ops vs the fused op.
 
-    PYTHONPATH=. python benchmarks/softcap_ce_bench.py [--rows 98304] [--vocab 8192]
+    python -m benchmarks.softcap_ce_bench [--rows 98304] [--vocab 8192]
 
 The defaults are one micro-batch of the record preset's head (bf16 logits). Prints the median of
 20 timed runs after warmup for each, the largest difference of the losses, and the largest

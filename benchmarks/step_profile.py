@@ -1,6 +1,6 @@
 """Where one training step of the record preset spends its time, on one GPU.
 
-    PYTHONPATH=. python benchmarks/step_profile.py [--steps 6] [--out DIR]
+    python -m benchmarks.step_profile [--steps 6] [--out DIR]
 
 Builds the record model exactly as `pgolf train` does (compiled, the chosen attention kernel,
 Muon + AdamW, bf16 autocast, gradient accumulation 8 so the step is the 8-GPU global batch), feeds
@@ -22,20 +22,16 @@ import collections
 import json
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+import torch
 
-import torch  # noqa: E402
-
-from trainer.config import load_config  # noqa: E402
-from trainer.distributed import Dist  # noqa: E402
-from trainer.evaluate import autocast  # noqa: E402
-from trainer.model import build_model  # noqa: E402
-from trainer.optim import build_optimizers  # noqa: E402
+from trainer.config import load_config
+from trainer.distributed import Dist
+from trainer.evaluate import autocast
+from trainer.model import build_model
+from trainer.optim import build_optimizers
 
 KINDS = (("softcapped CE (fused)", ("softcap_ce",)),
          ("exclusive self-attention (fused)", ("_xsa_",)),

@@ -1,6 +1,6 @@
 """Throughput and quality of the record preset on one GPU, against the reference figures.
 
-    PYTHONPATH=. python benchmarks/train_h200.py        # from the repository root, one command
+    python -m benchmarks.train_h200                     # from the repository root, one command
 
 Needs the stand-in corpus in .gpu/corpus/ (docs.jsonl.xz and stand_in_8192_bpe.model), torch,
 numpy and sentencepiece; nothing else (no pgolf install, no network). It
@@ -29,17 +29,16 @@ import sys
 import time
 from pathlib import Path
 
+import torch
+
+from trainer.config import load_config
+from trainer.data import TrainLoader
+from trainer.dataprep import iter_documents, write_shards
+from trainer.distributed import Dist
+from trainer.flops import step_flops
+from trainer.shards import shard_paths
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-import torch  # noqa: E402
-
-from trainer.config import load_config  # noqa: E402
-from trainer.data import TrainLoader  # noqa: E402
-from trainer.dataprep import iter_documents, write_shards  # noqa: E402
-from trainer.distributed import Dist  # noqa: E402
-from trainer.flops import step_flops  # noqa: E402
-from trainer.shards import shard_paths  # noqa: E402
 
 VAL_DOCS = 1030  # the stand-in corpus' validation split: its first 5% of documents
 # The record script (2026-04-09) on one H200 with this corpus, 180 s cap (the reference notes'

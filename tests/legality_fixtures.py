@@ -2,7 +2,7 @@
 demonstrates (`# fixture: RULE violation|legal|contested|dead`) and marking the lines findings
 must point at (`# expect: RULE SEVERITY`). A folder fixture is a submission of several scripts.
 
-Shared by the tests and by scripts/legality_scores.py (precision and recall on the fixtures).
+Shared by the tests and by benchmarks/legality_scores.py (precision and recall on the fixtures).
 """
 
 from __future__ import annotations

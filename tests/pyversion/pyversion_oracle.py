@@ -17,6 +17,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from audits.pyversion.stdlib_api import ADDED
+from pyversion_corpus import snippets
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 FIXTURE = HERE / "oracle310.json"
@@ -55,9 +58,6 @@ def load_names() -> dict:
 
 
 def main() -> int:
-    sys.path[:0] = [str(HERE), str(ROOT)]
-    from pyversion_corpus import snippets
-
     reason = available()
     if reason:
         print(f"cannot run the oracle: {reason}", file=sys.stderr)
@@ -70,7 +70,6 @@ def main() -> int:
     FIXTURE.write_text(f'{{"python": "{result["version"]}", "cases": [\n{lines}\n]}}\n', encoding="utf-8")
     print(f"wrote {len(cases)} verdicts of CPython {result['version']} to {FIXTURE.name}")
 
-    from audits.pyversion.stdlib_api import ADDED
     names = sorted(ADDED)
     found = run(names, "names")
     table = {"python": found["version"], "present": dict(zip(names, found["verdicts"]))}

@@ -7,9 +7,8 @@ import sys
 
 import numpy as np
 
-from trainer_support import REPO, clean_env
+from trainer_support import clean_env
 
-SCRIPT = REPO / "benchmarks" / "eval_speed.py"
 PHASES = ("quantized_sliding_window", "quantized_ttt")
 
 
@@ -23,8 +22,8 @@ def _write_run(folder, seconds, nll, repeat=None):
 
 
 def _compare(a, b):
-    return subprocess.run([sys.executable, str(SCRIPT), "compare", str(a), str(b)], env=clean_env(),
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "benchmarks.eval_speed", "compare", str(a), str(b)],
+                          env=clean_env(), capture_output=True, text=True, timeout=120)
 
 
 def _losses(seed=0):

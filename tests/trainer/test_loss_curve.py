@@ -6,14 +6,12 @@ import sys
 
 import pytest
 
-from trainer_support import REPO, clean_env
-
-SCRIPT = REPO / "benchmarks" / "loss_curve.py"
+from trainer_support import clean_env
 
 
 def _loss_curve(*args, cwd):
-    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], env=clean_env(), cwd=cwd,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "benchmarks.loss_curve", *map(str, args)],
+                          env=clean_env(), cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
 def test_a_rerun_gives_the_same_curve_and_a_moved_curve_fails(tmp_path):

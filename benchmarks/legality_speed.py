@@ -1,6 +1,6 @@
 """Time the legality analysis and a whole audit on a large generated training script.
 
-    python scripts/bench_legality.py [--kb 150] [--repeat 5]
+    python -m benchmarks.legality_speed [--kb 150] [--repeat 5]
 
 The script is built from the legality fixtures: each one's top-level names get a suffix so they
 coexist, their `__main__` blocks become functions, and one `main()` calls them all, until the file
@@ -16,20 +16,17 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import libcst as cst
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from audits import legality  # noqa: E402
-from audits.context import AuditOptions  # noqa: E402
-from audits.engine import audit_submission  # noqa: E402
-from audits.submission import load  # noqa: E402
-from tests.legality_fixtures import fixtures  # noqa: E402
+from audits import legality
+from audits.context import AuditOptions
+from audits.engine import audit_submission
+from audits.submission import load
+from tests.legality_fixtures import fixtures
 
 
 class _Rename(cst.CSTTransformer):

@@ -4,7 +4,7 @@ an 11-layer GPT, a Triton kernel and a custom op at module level.
 The script is the record-shaped test fixture plus generated quantization helpers (the bulk of
 real record scripts), so its size matches the records without copying any of them.
 
-    python bench/smoke_import.py [--runs N]
+    python -m benchmarks.smoke_import [--runs N]
 
 Prints the script's size, then for each run the wall time of the whole `pgolf audit` command and
 the import time the SMOKE_TEST_PASS finding reports.

@@ -1,7 +1,7 @@
 """Precision and recall of the legality rules on the fixtures in tests/fixtures/legality.
 
-    python scripts/legality_scores.py            # the fixtures the tests check
-    python scripts/legality_scores.py --held-out # fixtures written after the analysis was frozen
+    python -m benchmarks.legality_scores             # the fixtures the tests check
+    python -m benchmarks.legality_scores --held-out  # fixtures written after the analysis was frozen
 
 A positive is a line a fixture marks `# expect: RULE WARN|FAIL`; a prediction is a WARN or FAIL
 finding. Both are (file, rule, severity, line): a finding on the right line with the wrong
@@ -17,9 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tests.legality_fixtures import HELD_OUT, ROOT, RULES, audit, fixtures, problems  # noqa: E402
+from tests.legality_fixtures import HELD_OUT, ROOT, RULES, audit, fixtures, problems
 
 
 def main() -> None:

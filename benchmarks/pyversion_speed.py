@@ -1,6 +1,6 @@
 """How long the version gate takes on a 150 KB script (a measurement, not a test).
 
-    python tests/pyversion/bench_pyversion.py
+    python -m benchmarks.pyversion_speed
 
 The script is pgolf's own audits/ package glued into one file of at least 150,000 characters
 (`from __future__` lines dropped), once clean and once with a PEP 701 f-string, a `type`
@@ -16,12 +16,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+from audits import pyversion
+from audits.submission import codesize, unwrap
 
-from audits import pyversion  # noqa: E402
-from audits.submission import codesize
-from audits.submission import unwrap
+ROOT = Path(__file__).resolve().parents[1]
 
 SIZE = 150_000
 RUNS = 5
