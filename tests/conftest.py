@@ -1,9 +1,10 @@
-"""Shared helpers for the smoke-import tests: fixture folders, a loopback listener, process scans."""
+"""Fixtures for the smoke-import tests: fixture folders and a loopback listener. Helpers that tests
+import live in support.py: a test module never imports a conftest (tests/trainer has one too, and
+whichever loads first takes the name `conftest`)."""
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
 import threading
@@ -12,10 +13,9 @@ from pathlib import Path
 import pytest
 
 from audits import submission
-from audits.smoke import isolation
+from support import SANDBOXES
 
 SMOKE_FIXTURES = Path(__file__).parent / "fixtures" / "smoke"
-SANDBOXES = isolation.sandboxes()
 
 
 def pytest_report_header(config):
@@ -64,16 +64,3 @@ def listener():
     thread.join()
     server.close()
 
-
-def processes_with(text: str) -> list[int]:
-    """Pids of live processes whose command line contains `text`."""
-    pids = []
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                cmdline = Path(entry.path, "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if text in cmdline:
-                pids.append(int(entry.name))
-    return pids

@@ -1,9 +1,13 @@
-"""Helpers for tests: records folders on disk and realistic train logs in the challenge's formats."""
+"""Helpers for tests: records folders on disk, realistic train logs in the challenge's formats,
+the smoke sandboxes of this machine and a scan of its processes."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+
+from audits.smoke import isolation
 
 FIXTURES = Path(__file__).parent / "fixtures" / "records" / "track_10min_16mb"
 
@@ -82,3 +86,21 @@ def audit_findings(folder, **options):
 
 def by_rule(findings, rule, severity=None):
     return [f for f in findings if f.rule == rule and (severity is None or str(f.severity) == severity)]
+
+
+SANDBOXES = isolation.sandboxes()  # every level that works here, best first
+
+
+def processes_with(text: str) -> list[int]:
+    """Pids of live processes whose command line contains `text`."""
+    pids = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                cmdline = Path(entry.path, "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if text in cmdline:
+                pids.append(int(entry.name))
+    return pids
+

@@ -9,7 +9,8 @@ import sys
 import uuid
 
 import pytest
-from conftest import SANDBOXES
+
+from support import SANDBOXES
 
 PGOLF = [sys.executable, "-c", "from pgolf_cli.main import main; main()"]
 

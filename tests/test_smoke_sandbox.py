@@ -12,11 +12,11 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import SANDBOXES, processes_with
 
 from audits.context import AuditOptions
 from audits.findings import Severity
 from audits.smoke.run import Limits, run_smoke
+from support import SANDBOXES, processes_with
 
 LEVELS = [pytest.param(sandbox, id=level) for level, sandbox in SANDBOXES.items()]
 OPTIONS = AuditOptions(smoke=True)
