@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import shutil
 import socket
-import threading
 from pathlib import Path
 
 import pytest
@@ -38,29 +37,21 @@ def smoke_folder(tmp_path):
 
 @pytest.fixture
 def listener():
-    """A TCP listener on 127.0.0.1 that records every connection it accepts."""
-    server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(0.2)
-    accepted: list[bytes] = []
-    stop = threading.Event()
+    """A TCP listener on 127.0.0.1: (port, accepted), where accepted() returns what each connection
+    made so far sent. The kernel completes a connection into the listener's backlog by itself, so
+    once a smoke import has ended (its processes are dead) every connection it made is there to
+    read, however slow the machine: no thread, no waiting."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        server.setblocking(False)
 
-    def serve():
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            with conn:
-                conn.settimeout(2)
+        def accepted() -> list[bytes]:
+            sent = []
+            while True:
                 try:
-                    accepted.append(conn.recv(1024))
-                except OSError:
-                    accepted.append(b"")
+                    conn, _ = server.accept()
+                except BlockingIOError:
+                    return sent
+                with conn:  # blocking: the peer has closed, so recv returns at once
+                    sent.append(conn.recv(1024))
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield server.getsockname()[1], accepted
-    stop.set()
-    thread.join()
-    server.close()
-
+        yield server.getsockname()[1], accepted

@@ -1,5 +1,5 @@
 """Helpers for tests: records folders on disk, realistic train logs in the challenge's formats,
-the smoke sandboxes of this machine and a scan of its processes."""
+the smoke sandboxes of this machine and the processes a smoke import left behind."""
 
 from __future__ import annotations
 
@@ -104,3 +104,9 @@ def processes_with(text: str) -> list[int]:
                 pids.append(int(entry.name))
     return pids
 
+
+def smoke_processes(result) -> list[int]:
+    """Pids of live processes that one smoke import started. Each names that import's own
+    temporary folder on its command line, so imports run by anything else on this machine (another
+    test session, say) are not counted."""
+    return processes_with(f"{Path(result.folder_path).parents[1]}/")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 import uuid
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import pytest
 from audits.context import AuditOptions
 from audits.findings import Severity
 from audits.smoke.run import Limits, run_smoke
-from support import SANDBOXES, processes_with
+from support import SANDBOXES, processes_with, smoke_processes
 
 LEVELS = [pytest.param(sandbox, id=level) for level, sandbox in SANDBOXES.items()]
 OPTIONS = AuditOptions(smoke=True)
@@ -36,14 +35,13 @@ def only_finding(result):
 def test_socket_to_a_local_listener_never_connects(sandbox, smoke_folder, listener):
     port, accepted = listener
     result = smoke(smoke_folder("net_connect", port=port), sandbox)
-    time.sleep(0.5)  # let the listener thread pick up a connection, had there been one
     finding = only_finding(result)
     if sandbox.network_isolated:
-        assert accepted == []
+        assert accepted() == []
         assert result.outcome == "error" and finding.severity == Severity.WARN
         assert finding.line == 6 and "create_connection" in finding.evidence
     else:  # the level says what it is: the connection went through, and the report says so
-        assert accepted == [b"smoke import got out"]
+        assert accepted() == [b"smoke import got out"]
         assert "WITHOUT network isolation" in finding.message and finding.confidence == "low"
 
 
@@ -93,7 +91,7 @@ def test_fork_bomb_hits_the_process_limit_and_leaves_nothing(sandbox, smoke_fold
     result = smoke(smoke_folder("fork_bomb"), sandbox)
     finding = only_finding(result)
     assert "process limit" in finding.message and "BlockingIOError" in finding.message
-    assert processes_with("/pgolf-smoke-") == []
+    assert smoke_processes(result) == []
 
 
 @pytest.mark.parametrize("sandbox", LEVELS)
@@ -124,19 +122,16 @@ def test_opening_files_hits_the_open_file_limit(sandbox, smoke_folder):
 
 @pytest.mark.parametrize("sandbox", LEVELS)
 def test_sleeping_forever_is_stopped_by_the_wall_clock(sandbox, smoke_folder):
-    start = time.monotonic()
     result = smoke(smoke_folder("sleep_forever"), sandbox, Limits(wall_s=3, cpu_s=30))
-    assert time.monotonic() - start < 15
     assert result.outcome == "stopped"
     assert "wall-clock limit (3 s)" in only_finding(result).message
-    assert processes_with("/pgolf-smoke-") == []
+    assert smoke_processes(result) == []
 
 
 @pytest.mark.parametrize("sandbox", LEVELS)
 def test_printing_1_gb_hits_the_output_limit(sandbox, smoke_folder):
-    start = time.monotonic()
     result = smoke(smoke_folder("print_1gb"), sandbox, Limits(wall_s=30, cpu_s=30, output_bytes=2**20))
-    assert time.monotonic() - start < 15
+    assert result.outcome == "error"  # the write failed and the child reported it: not the 30 s clock
     assert "output limit" in only_finding(result).message
 
 
