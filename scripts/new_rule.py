@@ -21,6 +21,8 @@ import re
 import sys
 from pathlib import Path
 
+from audits import catalogue
+
 ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "audits" / "rules"
 FAMILIES = ("layout", "metadata", "significance", "requirements", "budgets", "python", "smoke",
@@ -100,8 +102,6 @@ def main() -> int:
     rule_id = args.rule_id
     if not re.fullmatch(r"[A-Z][A-Z0-9_]*", rule_id):
         raise SystemExit(f"error: {rule_id!r} is not UPPER_SNAKE_CASE")
-    sys.path.insert(0, str(ROOT))  # the checkout's audits, not an installed one
-    from audits import catalogue
     if rule_id in catalogue.BY_ID:
         raise SystemExit(f"error: {rule_id} is registered already; IDs are never reused")
     name = rule_id.lower()
