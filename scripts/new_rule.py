@@ -8,7 +8,7 @@ or tests that will prove it.
 
 A legality rule gets its own module in audits/rules/legality/ (registered in the package's
 __init__ after the other rules), one violating and one legal fixture in tests/fixtures/legality/
-with `# fixture:` and `# expect:` markers (tests/test_legality_fixtures.py picks them up; it asks
+with `# fixture:` and `# expect:` markers (tests/audits/legality/test_fixtures.py picks them up; it asks
 for a second violation). Another family gets the row and check appended to audits/rules/FAMILY.py
 and a test file with a failing test and a quiet test to fill in. Every generated piece fails the
 test suite until it is written for real: the check yields nothing, the fixtures mark nothing.

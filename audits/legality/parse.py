@@ -2,7 +2,7 @@
 
 Line numbers are libcst's own positions (the ranges PositionProvider gives), recorded by one
 code-generation pass with the same hooks PositionProvider's codegen state uses (libcst's internal
-CodegenState; tests/test_legality_parts.py checks the two agree on every node). Through
+CodegenState; tests/audits/legality/test_parts.py checks the two agree on every node). Through
 MetadataWrapper, PositionProvider takes about a second on a 150 KB module (it also runs an empty
 batched visit over every node); this pass takes about a third of that, and only when a finding
 needs a line.

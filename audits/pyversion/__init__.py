@@ -6,7 +6,7 @@ accept newer syntax), so the gate combines three readings of the source, none of
 - a libcst tree walk (`syntax_features`, `stdlib_api`) for newer grammar and library names;
 - this interpreter's `compile()`, for errors that every Python reports.
 It also works out the error CPython 3.10 prints first, in the order 3.10's parser meets them;
-tests/pyversion/ checks that against a real CPython 3.10 on a corpus of snippets.
+tests/audits/pyversion/ checks that against a real CPython 3.10 on a corpus of snippets.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The table lists what "What's New in Python 3.9" to "3.14" add that a training script might use:
 modules, functions, classes, constants and typing names. Entries that were backported to 3.10
-patch releases (sys.set_int_max_str_digits, tarfile.data_filter) are left out. tests/pyversion/
+patch releases (sys.set_int_max_str_digits, tarfile.data_filter) are left out. tests/audits/pyversion/
 checks every entry against a real CPython 3.10 (absent there) and this interpreter (present when
 it is new enough).
 

@@ -7,7 +7,7 @@ f-strings are not judged here: whether 3.10 accepts one depends on its tokens (`
 
 Each feature names the node where CPython 3.10 stops (`anchor`, its start or end, plus `shift`
 characters), the message 3.10 prints there and whether that is 3.10's generic "invalid syntax"
-(checked against a real CPython 3.10 by tests/pyversion/).
+(checked against a real CPython 3.10 by tests/audits/pyversion/).
 """
 
 from __future__ import annotations

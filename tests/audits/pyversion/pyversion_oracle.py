@@ -5,7 +5,7 @@ answers are kept in oracle310.json and stdlib310.json, so the normal test run ne
 Recompute both after changing the corpus or the table (needs Node and
 `npm install --no-save pyodide@0.22.1` in the repository root):
 
-    python tests/pyversion/pyversion_oracle.py
+    python tests/audits/pyversion/pyversion_oracle.py
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from oracle310_judges import judge_name
 from audits import pyversion
 from audits.pyversion.stdlib_api import ADDED
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _problems(source: str, target=(3, 10), rule=None):

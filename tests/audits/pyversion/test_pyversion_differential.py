@@ -37,7 +37,7 @@ def fixture():
 
 def test_fixture_holds_the_current_corpus(fixture):
     assert [case["source"] for case in fixture["cases"]] == snippets(), \
-        "the corpus changed: rerun `python tests/pyversion/pyversion_oracle.py`"
+        "the corpus changed: rerun `python tests/audits/pyversion/pyversion_oracle.py`"
     assert fixture["python"].startswith("3.10.")
     assert len(fixture["cases"]) >= 1000
 
