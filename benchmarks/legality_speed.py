@@ -25,7 +25,7 @@ import libcst as cst
 from audits import legality
 from audits.context import AuditOptions
 from audits.engine import audit_submission
-from audits.submission import load
+from audits.submission import load, trees
 from tests.legality_fixtures import fixtures
 
 
@@ -103,10 +103,12 @@ def main() -> None:
 
         def analysis():
             legality.analyse_sources.cache_clear()
+            trees.clear()
             legality.analyse_sources((("train_gpt.py", source),))
 
         def whole_audit():
             legality.analyse_sources.cache_clear()
+            trees.clear()
             audit_submission(load(folder), AuditOptions())
 
         found = legality.analyse_sources((("train_gpt.py", source),)).verdicts

@@ -11,7 +11,6 @@ tests/audits/pyversion/ checks that against a real CPython 3.10 on a corpus of s
 
 from __future__ import annotations
 
-import ast
 import bisect
 import dataclasses
 import functools
@@ -22,9 +21,9 @@ import warnings
 
 import libcst as cst
 
-from audits.pyversion import cstnodes, fstring310, lex310, stdlib_api, syntax_features
+from audits.pyversion import fstring310, lex310, stdlib_api, syntax_features
 from audits.pyversion.syntax_features import Anchor, Feature
-from audits.submission import bigstack
+from audits.submission import bigstack, trees
 
 MAX_SOURCE = 2_000_000  # characters; a larger source is reported as not analysed
 MAX_NESTING = 500  # expression nesting above which libcst is not run (its parser crashes near 2,000)
@@ -178,7 +177,7 @@ class _Analyser:
         nodes = walked.anchors(with_atoms=check_fstrings) + [use.node for use in uses]
         if nodes and reading.module is not None:
             try:
-                self.spans = bigstack.run(cstnodes.spans, reading.module, nodes)
+                self.spans = trees.positions(reading.module).spans
             except RecursionError:
                 problems.append(too_deep)
                 walked, uses, check_fstrings = syntax_features.Walk([], []), [], False
@@ -561,7 +560,7 @@ def _read(src: str, error_lines: tuple[int | None, ...]) -> _Reading:
     the features there still count: 3.10 meets them first."""
     error = None
     try:
-        module = cst.parse_module(src)
+        module = trees.cst_module(src)
     except Exception as exc:  # ParserSyntaxError, or CSTValidationError (e.g. "b'' ''")
         error = (getattr(exc, "raw_line", 1), getattr(exc, "raw_column", 0),
                  getattr(exc, "message", str(exc)).splitlines()[0])
@@ -599,7 +598,7 @@ def _host_verdict(src: str) -> tuple[str, str, int, int] | None:
         warnings.simplefilter("ignore")
         stage = "parse"
         try:
-            tree = ast.parse(src)
+            tree = trees.ast_module(src)
             stage = "compile"
             compile(tree, "<pgolf>", "exec", dont_inherit=True)
         except SyntaxError as exc:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 
+from audits.submission import trees
+
 
 def starts_on_import(source: str) -> tuple[int, str] | None:
     """(line, what) of the statement that would start the work, for a script with no
@@ -11,7 +13,7 @@ def starts_on_import(source: str) -> tuple[int, str] | None:
     level. None for a guarded script, one that only defines things, or one that does not parse
     (the import reports the syntax error)."""
     try:
-        tree = ast.parse(source)
+        tree = trees.ast_module(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     if any(isinstance(node, ast.If) and _is_main_test(node.test) for node in tree.body):

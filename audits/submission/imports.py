@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 import re
 
+from audits.submission import trees
+
 # The challenge's root requirements.txt (the reference environment), by import name, plus what
 # ships with torch on Linux and FlashAttention, which the README FAQ names as fine to import.
 REFERENCE = {
@@ -31,7 +33,7 @@ def imports(source: str) -> list[tuple[str, int, bool]]:
     """(top-level module, line, optional) for every absolute import; optional = inside a try whose
     handler catches ImportError. Returns [] when the source does not parse here."""
     try:
-        tree = ast.parse(source)
+        tree = trees.ast_module(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     found_imports = []

@@ -23,7 +23,7 @@ import posixpath
 import zlib
 from collections.abc import Callable
 
-from audits.submission import bigstack
+from audits.submission import trees
 
 LIMIT = 16_000_000  # bytes a payload may decompress to
 MAX_LAYERS = 8
@@ -110,7 +110,7 @@ def _exec_call(text: str) -> tuple[ast.Call, dict] | None:
     if "exec" not in text:
         return None
     try:
-        tree = bigstack.run(ast.parse, text)
+        tree = trees.ast_module(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     env: dict[str, object] = {}

@@ -1,0 +1,85 @@
+"""The parsed trees of a source, shared by every reader of one audit.
+
+Each distinct source is parsed once by libcst and once by `ast`: the Python-version gate, the
+legality analysis, the unwrapper, the import list and the smoke guard read the same trees. A
+parse that fails fails the same way for every reader: its exception is kept and raised again.
+
+Both parsers run on a large-stack thread (deeply nested code parses or fails with an error
+instead of overflowing the process stack); `ast` with warnings off (an invalid escape is the
+version gate's finding, not a line on stderr). Readers must not change the trees they get.
+"""
+
+from __future__ import annotations
+
+import ast
+import collections
+import warnings
+from collections.abc import Callable
+from typing import TypeVar
+
+import libcst as cst
+
+from audits.submission import bigstack
+from audits.submission import positions as _positions
+
+# The scripts of one folder, then the next folder's: an audit reads a folder's scripts in turn,
+# so a small cache serves every reader without holding a batch of folders' trees.
+_KEEP = 8
+_cache: collections.OrderedDict[tuple[str, object], tuple[object, Exception | None]] = \
+    collections.OrderedDict()
+
+T = TypeVar("T")
+
+
+def cst_module(source: str) -> cst.Module:
+    """The libcst module of `source`; raises what libcst raised (ParserSyntaxError, ...)."""
+    return _parsed("cst", source, cst.parse_module)
+
+
+def ast_module(source: str) -> ast.Module:
+    """The ast module of `source`; raises what `ast.parse` raised (SyntaxError, ...)."""
+    return _parsed("ast", source, _ast_parse)
+
+
+def positions(module: cst.Module) -> _positions.Positions:
+    """Where each node of `module` sits: recorded once, when a reader first asks (the version
+    gate and the legality analysis ask about the same module)."""
+    key = ("positions", module)  # libcst nodes hash and compare by identity
+    if key not in _cache:
+        _store(key, lambda: bigstack.run(_positions.record, module))
+    _cache.move_to_end(key)
+    found, error = _cache[key]
+    if error is not None:
+        raise error.with_traceback(None)
+    return found
+
+
+def _ast_parse(source: str) -> ast.Module:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(source)
+
+
+def _parsed(kind: str, source: str, parse: Callable[[str], T]) -> T:
+    key = (kind, source)
+    if key not in _cache:
+        _store(key, lambda: bigstack.run(parse, source))
+    _cache.move_to_end(key)
+    tree, error = _cache[key]
+    if error is not None:
+        raise error.with_traceback(None)
+    return tree
+
+
+def _store(key: tuple, make: Callable[[], object]) -> None:
+    try:
+        _cache[key] = (make(), None)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, cst.ParserSyntaxError) as exc:
+        _cache[key] = (None, exc)  # kept and raised again for every reader
+    while len(_cache) > _KEEP:
+        _cache.popitem(last=False)
+
+
+def clear() -> None:
+    """Forget every tree (a benchmark's fresh start)."""
+    _cache.clear()
