@@ -121,15 +121,18 @@ def display_name(name: str) -> str:
     return name if not re.search(r"[\x00-\x1f\x7f]", name) else ascii(name)[1:-1]
 
 
-def load(path: str | os.PathLike, changes=None, repo_rel=None) -> Submission:
+def load(path: str | os.PathLike, changes=None, repo_rel=None, placed_at=None) -> Submission:
+    """The folder at `path`, read once. `placed_at`: where a staged folder will lie once moved
+    into place; its name and track are read from there."""
     root = Path(path)
     if not root.exists() and not root.is_symlink():
         raise InputError(f"{display_name(str(path))}: no such folder; give the path of a records folder")
     if not root.is_dir():
         raise InputError(f"{display_name(str(path))}: not a folder; give the records folder that holds it")
     resolved = root.resolve()
-    track, origin = _track_from_path(resolved, repo_rel)
-    sub = Submission(root=resolved, name=resolved.name, track=track, track_origin=origin,
+    place = Path(placed_at).resolve() if placed_at is not None else resolved
+    track, origin = _track_from_path(place, repo_rel)
+    sub = Submission(root=resolved, name=place.name, track=track, track_origin=origin,
                      changes=changes, repo_rel=repo_rel)
     _walk(sub)
     _read_files(sub)

@@ -6,9 +6,10 @@
     result.folder, result.failed, result.pr_title
 
 Inputs are checked before anything is written (PackageError: one line, nothing on disk). The
-folder is built in a staging directory and audited there; the compliance block and section come
-from that audit; then the folder is renamed into place and audited again where it lies, and that
-audit is the result. A folder whose audit fails is kept and reported as failing.
+folder is built in a staging directory and audited there once, as the folder it will be at the
+target: a run over a budget is refused from that audit, the compliance block and section come from
+it, and once the folder is renamed into place it is the result (the folder's bytes do not change
+in the rename). A folder whose audit fails is kept and reported as failing.
 """
 
 from __future__ import annotations
@@ -17,17 +18,17 @@ import dataclasses
 from pathlib import Path
 
 from audits import __version__
-from audits.api import audit
 from audits.compliance import condition_results, rule_results
 from audits.context import AuditOptions, Baseline
-from audits.engine import AuditReport, SubmissionReport
+from audits.engine import AuditReport, SubmissionReport, audit_submission
 from audits.findings import Severity
+from audits.submission import load
 from pgolf_cli.packaging import code as code_mod
 from pgolf_cli.packaging import readme, submission_json
 from pgolf_cli.packaging.folder import check_target, commit, staged
 from pgolf_cli.packaging.plot import PLOT_NAME, loss_curves_png
 from pgolf_cli.packaging.request import PackageError, PackageRequest, validate
-from pgolf_cli.packaging.runs import Run, load_runs
+from pgolf_cli.packaging.runs import Run, load_runs, refuse_over_budget
 
 __all__ = ["PackageError", "PackageRequest", "PackageResult", "package"]
 
@@ -58,19 +59,18 @@ def package(request: PackageRequest) -> PackageResult:
         data = submission_json.build(request, runs, shipped, compliance=None)
         _write(folder / "submission.json", submission_json.dumps(data))
         _write(folder / "README.md", f"# {request.name.strip()}\n")  # rewritten once audited
-        report = _audit_one(folder, options)
+        report = audit_submission(load(folder, placed_at=target), options)
+        refuse_over_budget(report, runs)
         data = submission_json.build(request, runs, shipped, compliance_block(report, options))
         _write(folder / "submission.json", submission_json.dumps(data))
         _write(folder / "README.md", readme.render(request, runs, shipped, data, report, options))
-        if compliance_block(_audit_one(folder, options), options) != data["compliance"]:
-            raise PackageError("the audit changed after the compliance block was written; report "
-                               "this pgolf bug")
         commit(folder, target, request.force)
-    final = audit([str(target)], options)
-    warned = sorted({f.rule for f in final.submissions[0].findings if f.severity == Severity.WARN})
+    report.submission.root = target.resolve()
+    final = AuditReport(options, [report])
+    warned = sorted({f.rule for f in report.findings if f.severity == Severity.WARN})
     return PackageResult(folder=target, report=final, submission=data,
                          pr_title=readme.pr_title(request, data),
-                         pr_body=readme.pr_body(request, runs, data, final.submissions[0], options),
+                         pr_body=readme.pr_body(request, runs, data, report, options),
                          explanations={r: why for r in warned
                                        if (why := readme.explain(r, runs, shipped)) is not None})
 
@@ -95,14 +95,10 @@ def compliance_block(report: SubmissionReport, options: AuditOptions) -> dict:
     }
 
 
-def _audit_one(folder: Path, options: AuditOptions) -> SubmissionReport:
-    return audit([str(folder)], options).submissions[0]
-
-
 def _write_static(folder: Path, runs: list[Run], shipped: code_mod.ShippedCode) -> None:
     (folder / "train_gpt.py").write_bytes(shipped.data)
     for run in runs:
-        (folder / submission_json.log_name(run)).write_bytes(run.log_bytes)
+        (folder / run.log_name).write_bytes(run.log_bytes)
     torch = runs[0].log.torch_version
     _write(folder / "requirements.txt",
            code_mod.requirements_txt(shipped.source, torch.value if torch else None))

@@ -20,7 +20,6 @@ from pgolf_cli.packaging.plot import PLOT_NAME
 from pgolf_cli.packaging.request import PackageRequest
 from pgolf_cli.packaging.runs import Run
 from pgolf_cli.packaging.settings import PER_RUN, changed_settings
-from pgolf_cli.packaging.submission_json import log_name
 
 TRACK_LABEL = {"10min_16mb": "Record-track (10 minutes, 16 MB)", "non_record_16mb": "Non-record (16 MB)"}
 DECODE_COMMAND = ("python -c \"import lzma,base64;s=open('train_gpt.py').read();print(lzma.decompress("
@@ -237,7 +236,7 @@ def explain(rule_id: str, runs: list[Run], code: ShippedCode) -> str | None:
 
 
 def files(runs: list[Run]) -> str:
-    logs = ", ".join(f"`{log_name(r)}`" for r in runs)
+    logs = ", ".join(f"`{r.log_name}`" for r in runs)
     return "\n".join([
         "- `train_gpt.py`: the training and evaluation script (see Code).",
         f"- {logs}: the rank-0 log of each run, copied byte for byte from its run folder.",

@@ -15,8 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from audits import submission as submission_mod
-from audits.context import AuditOptions
-from audits.engine import audit_submission
+from audits.engine import SubmissionReport
 from audits.findings import Severity
 from audits.submission.logparse import ParsedLog, parse_log
 from pgolf_cli.packaging.request import PackageError
@@ -37,6 +36,11 @@ class Run:
     script: bytes
     seed: int
     code_sha256: str
+
+    @property
+    def log_name(self) -> str:
+        """The log's name in the records folder."""
+        return f"train_seed{self.seed}.log"
 
 
 def load_runs(paths: Iterable[Path]) -> list[Run]:
@@ -96,7 +100,6 @@ def load_run(path: Path) -> Run:
         if figure is None:
             raise PackageError(f"{where} has no {what}; the submission's figures come from the log, "
                                "so rerun with `pgolf train`")
-    _budgets(path, label)
     return Run(path=path, label=label, log_bytes=log_bytes, log=log, script=script,
                seed=int(log.seed.value), code_sha256=str(log.code_sha256.value))
 
@@ -112,17 +115,15 @@ def _finite(log: ParsedLog, where: str) -> None:
                                f"({metric.text.strip()}); a diverged run cannot be packaged")
 
 
-def _budgets(path: Path, label: str) -> None:
-    """Refuse a run that breaks a budget, with the audit's own finding as the reason."""
-    sub = submission_mod.load(path)
-    report = audit_submission(sub, AuditOptions(only=BUDGET_RULES))
-    failed = [f for f in report.findings if f.severity == Severity.FAIL]
-    if report.errors:
-        raise PackageError(f"{label}: {report.errors[0]}")
-    if failed:
-        first = failed[0]
-        raise PackageError(f"{label}: {first.rule}: {first.message} ({first.location()}); only runs "
-                           "within the budgets can be packaged")
+def refuse_over_budget(report: SubmissionReport, runs: list[Run]) -> None:
+    """Refuse runs that break a budget, with the audit's own finding (on the staged folder, whose
+    logs are the runs') as the reason."""
+    label = {run.log_name: run.label for run in runs}
+    for finding in report.findings:
+        if finding.rule in BUDGET_RULES and finding.severity == Severity.FAIL:
+            who = label.get(finding.file or "", "the packaged folder")
+            raise PackageError(f"{who}: {finding.rule}: {finding.message} ({finding.location()}); only "
+                               "runs within the budgets can be packaged")
 
 
 def _distinct(runs: list[Run]) -> None:

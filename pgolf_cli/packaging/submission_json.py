@@ -26,10 +26,6 @@ from pgolf_cli.packaging.request import PackageRequest
 from pgolf_cli.packaging.runs import Run
 
 
-def log_name(run: Run) -> str:
-    return f"train_seed{run.seed}.log"
-
-
 def build(request: PackageRequest, runs: list[Run], code: ShippedCode,
           compliance: dict | None) -> dict:
     sources: dict[str, str] = {}
@@ -64,9 +60,9 @@ def build(request: PackageRequest, runs: list[Run], code: ShippedCode,
     sources["bytes_code"] = _code_source(runs, bytes_code)
     data["code_form"] = code.form
     data["code_sha256"] = runs[0].code_sha256
-    sources["code_sha256"] = ", ".join(f"{log_name(r)}:{r.log.code_sha256.line}" for r in runs)
+    sources["code_sha256"] = ", ".join(f"{r.log_name}:{r.log.code_sha256.line}" for r in runs)
     data["seeds"] = [run.seed for run in runs]
-    sources["seeds"] = ", ".join(f"{log_name(r)}:{r.log.seed.line}" for r in runs)
+    sources["seeds"] = ", ".join(f"{r.log_name}:{r.log.seed.line}" for r in runs)
     data["seed_results"] = seed_results
     for key, pick in (("hardware", _hardware), ("python_version", lambda p: p.python_version),
                       ("pytorch_version", lambda p: p.torch_version)):
@@ -90,7 +86,7 @@ def _number(value: float | int):
 
 
 def _seed_row(run: Run) -> tuple[dict, dict[str, str]]:
-    p, name = run.log, log_name(run)
+    p, name = run.log, run.log_name
     score = p.score
     figures: dict[str, tuple[float | int, str]] = {
         "val_bpb": (score.val_bpb, f"{name}:{score.line}"),
@@ -118,7 +114,7 @@ def _code_source(runs: list[Run], bytes_code: int) -> str:
     p = runs[0].log
     for value in (p.code_bytes_compressed, p.code_bytes_uncompressed, p.code_bytes):
         if value is not None and value.value == bytes_code:
-            return f"train_gpt.py as shipped; the same size as {log_name(runs[0])}:{value.line}"
+            return f"train_gpt.py as shipped; the same size as {runs[0].log_name}:{value.line}"
     return "train_gpt.py as shipped"
 
 
@@ -137,7 +133,7 @@ def _common(runs: list[Run], pick) -> tuple[object, str]:
     values = {run.seed: pick(run.log) for run in runs}
     if any(v is None for v in values.values()):
         return None, ""
-    source = ", ".join(f"{log_name(r)}:{values[r.seed].line}" for r in runs)
+    source = ", ".join(f"{r.log_name}:{values[r.seed].line}" for r in runs)
     distinct = {v.value for v in values.values()}
     if len(distinct) == 1:
         return distinct.pop(), source

@@ -71,6 +71,30 @@ def test_own_audit_is_clean(packaged):
     assert sub.verdict() == "PASS"
 
 
+def test_the_one_audit_is_the_audit_of_the_folder_where_it_lies(packaged):
+    """The folder is audited once, in staging, as the folder it becomes; auditing it again where it
+    lies gives the same findings and the same compliance block as submission.json records."""
+    _, result = packaged
+    options = packaging.audit_options(request((), result.folder, baseline_bpb=(1.0856,)))
+    again = audit([str(result.folder)], options).submissions[0]
+    once = result.report.submissions[0]
+    assert once.submission.root == result.folder.resolve()
+    assert (once.submission.name, once.submission.track, once.submission.track_origin) == \
+        (again.submission.name, again.submission.track, again.submission.track_origin)
+    assert once.findings == again.findings
+    assert packaging.compliance_block(again, options) == result.submission["compliance"]
+
+
+def test_package_audits_the_folder_once(tmp_path, monkeypatch):
+    audited = []
+    real = packaging.audit_submission
+    monkeypatch.setattr(packaging, "audit_submission", lambda sub, options: audited.append(sub.name)
+                        or real(sub, options))
+    runs = runfolders.write_runs(tmp_path / "runs")
+    result = package(request(runs, tmp_path))
+    assert audited == [result.folder.name]
+
+
 def test_wrapped_script_is_the_minified_file_that_ran_and_counts_its_own_bytes(packaged):
     runs, result = packaged
     shipped = (result.folder / "train_gpt.py").read_text()
@@ -292,11 +316,11 @@ def test_force_replaces_an_existing_folder(tmp_path):
 def test_interrupted_packaging_leaves_nothing(tmp_path, monkeypatch):
     runs = runfolders.write_runs(tmp_path / "runs")
 
-    def interrupted(folder, options):
-        assert (folder / "train_gpt.py").exists()  # the folder was half built when it happened
+    def interrupted(sub, options):
+        assert (sub.root / "train_gpt.py").exists()  # the folder was half built when it happened
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(packaging, "_audit_one", interrupted)
+    monkeypatch.setattr(packaging, "audit_submission", interrupted)
     with pytest.raises(KeyboardInterrupt):
         package(request(runs, tmp_path))
     assert not (tmp_path / "records").exists()
