@@ -22,7 +22,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from audits import legality
+from audits import legality, pyversion
 from audits.context import AuditOptions
 from audits.engine import audit_submission
 from audits.submission import load, trees
@@ -106,8 +106,9 @@ def main() -> None:
             trees.clear()
             legality.analyse_sources((("train_gpt.py", source),))
 
-        def whole_audit():
+        def whole_audit():  # a first audit: nothing parsed or analysed before
             legality.analyse_sources.cache_clear()
+            pyversion.analyse.cache_clear()
             trees.clear()
             audit_submission(load(folder), AuditOptions())
 
