@@ -24,7 +24,7 @@ ENTRY = "train_gpt.py"
 class Result:
     scripts: dict[str, ParsedScript]
     verdicts: list[Verdict]
-    unparsed: list[str]  # shipped scripts libcst could not parse (the syntax checks report them)
+    unparsed: dict[str, str]  # shipped scripts not parsed -> why
     entry: tuple[str, ...]
 
     def of(self, rule: str) -> list[Verdict]:
@@ -39,11 +39,11 @@ def analyse(sub) -> Result:
 
 @functools.lru_cache(maxsize=4)
 def analyse_sources(sources: tuple[tuple[str, str], ...]) -> Result:
-    parsed, unparsed = {}, []
+    parsed, unparsed = {}, {}
     for rel, source in sources:
         script = parse(rel, source)
-        if script is None:
-            unparsed.append(rel)
+        if isinstance(script, str):
+            unparsed[rel] = script
         else:
             parsed[rel] = script
     entry = _entries(parsed)

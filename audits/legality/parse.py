@@ -32,10 +32,13 @@ class ParsedScript:
         return text + ("\n..." if cut else "")
 
 
-def parse(rel: str, source: str) -> ParsedScript | None:
-    """The parsed script, or None when libcst cannot parse it (the syntax checks report that)."""
+def parse(rel: str, source: str) -> ParsedScript | str:
+    """The parsed script, or why it was not parsed (a syntax error, which the syntax checks
+    report, or a source too large or too deep for the parser)."""
     try:
         module = trees.cst_module(source)
-    except (cst.ParserSyntaxError, RecursionError, ValueError):
-        return None
+    except trees.TooComplex as exc:
+        return f"too complex to analyse: {exc}"
+    except (cst.ParserSyntaxError, SyntaxError, RecursionError, ValueError, MemoryError):
+        return "it does not parse"
     return ParsedScript(rel, source, module)

@@ -213,7 +213,13 @@ def _classify(item: os.DirEntry) -> tuple[str, int]:
 
 def _check_link(sub: Submission, item: os.DirEntry, rel: str) -> None:
     target = os.readlink(item.path)
-    resolved = (Path(item.path).parent / target).resolve()
+    try:
+        resolved = (Path(item.path).parent / target).resolve()
+    except RuntimeError:  # the link leads back to itself
+        sub.problems.append(_problem("SYMLINK_OUTSIDE", f"{display_name(rel)} is a symbolic link that "
+                                  f"loops (to {display_name(target)}); pgolf does not follow links",
+                                  file=display_name(rel), hint="Delete the link."))
+        return
     inside = resolved == sub.root or sub.root in resolved.parents
     if inside:
         sub.problems.append(_problem("SYMLINK_OUTSIDE", f"{display_name(rel)} is a symbolic link "
@@ -298,7 +304,7 @@ def _read_script(sub: Submission, path: Path, rel: str) -> None:
         sub.scripts[rel] = Script(rel, b"", None)
         return
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8").removeprefix("\ufeff")  # Python reads a source's BOM as its encoding mark
     except UnicodeDecodeError as exc:
         sub.problems.append(_problem("FILE_UNREADABLE", f"{display_name(rel)} is not UTF-8 (byte "
                                   f"{exc.start}); Python will refuse to run it", file=display_name(rel),

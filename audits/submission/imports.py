@@ -37,29 +37,30 @@ def imports(source: str) -> list[tuple[str, int, bool]]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     found_imports = []
-
-    def visit(node, optional):
-        for child in ast.iter_child_nodes(node):
-            child_optional = optional
-            if isinstance(child, ast.Try) and any(_catches_import_error(h) for h in child.handlers):
-                for stmt in child.body:
-                    visit_stmt(stmt, True)
-                for part in (child.handlers, child.orelse, child.finalbody):
-                    for stmt in part:
-                        visit_stmt(stmt, optional)
-                continue
-            visit_stmt(child, child_optional)
-
-    def visit_stmt(node, optional):
+    stack = _children(tree, False)[::-1]  # iterative: hostile code can nest thousands deep
+    while stack:
+        node, optional = stack.pop()
         if isinstance(node, ast.Import):
             for alias in node.names:
                 found_imports.append((alias.name.split(".")[0], node.lineno, optional))
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             found_imports.append((node.module.split(".")[0], node.lineno, optional))
-        visit(node, optional)
-
-    visit(tree, False)
+        stack.extend(_children(node, optional)[::-1])
     return found_imports
+
+
+def _children(node: ast.AST, optional: bool) -> list[tuple[ast.AST, bool]]:
+    """The child nodes in order, each with whether an import there is optional: the body of a try
+    whose handler catches ImportError is."""
+    found = []
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.Try) and any(_catches_import_error(h) for h in child.handlers):
+            found += [(stmt, True) for stmt in child.body]
+            found += [(stmt, optional) for part in (child.handlers, child.orelse, child.finalbody)
+                      for stmt in part]
+        else:
+            found.append((child, optional))
+    return found
 
 
 def _catches_import_error(handler: ast.ExceptHandler) -> bool:

@@ -6,7 +6,10 @@ parse that fails fails the same way for every reader: its exception is kept and 
 
 Both parsers run on a large-stack thread (deeply nested code parses or fails with an error
 instead of overflowing the process stack); `ast` with warnings off (an invalid escape is the
-version gate's finding, not a line on stderr). Readers must not change the trees they get.
+version gate's finding, not a line on stderr). libcst is not given what it cannot parse in bounded
+time and memory: its parser slows down steeply with nesting (a sum of 4,000 names takes 47 s) and
+takes about 2 KB of memory per character, so deeper or larger sources raise TooComplex. Readers
+must not change the trees they get.
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ import libcst as cst
 from audits.submission import bigstack
 from audits.submission import positions as _positions
 
+MAX_CST_CHARS = 1_000_000  # ~2 GB of libcst nodes; training scripts are a few hundred KB
+MAX_DEPTH = 500  # syntax-tree depth; training scripts stay under 50
+
 # The scripts of one folder, then the next folder's: an audit reads a folder's scripts in turn,
 # so a small cache serves every reader without holding a batch of folders' trees.
 _KEEP = 8
@@ -31,9 +37,14 @@ _cache: collections.OrderedDict[tuple[str, object], tuple[object, Exception | No
 T = TypeVar("T")
 
 
+class TooComplex(ValueError):
+    """A source not given to libcst: too large or too deeply nested for it."""
+
+
 def cst_module(source: str) -> cst.Module:
-    """The libcst module of `source`; raises what libcst raised (ParserSyntaxError, ...)."""
-    return _parsed("cst", source, cst.parse_module)
+    """The libcst module of `source`; raises what libcst raised (ParserSyntaxError, ...), or
+    TooComplex."""
+    return _parsed("cst", source, _cst_parse)
 
 
 def ast_module(source: str) -> ast.Module:
@@ -52,6 +63,35 @@ def positions(module: cst.Module) -> _positions.Positions:
     if error is not None:
         raise error.with_traceback(None)
     return found
+
+
+def _cst_parse(source: str) -> cst.Module:
+    if len(source) > MAX_CST_CHARS:
+        raise TooComplex(f"{len(source):,} characters is over the {MAX_CST_CHARS:,} pgolf parses")
+    depth = _depth(source)
+    if depth > MAX_DEPTH:
+        raise TooComplex(f"it nests about {depth:,} levels deep; pgolf parses to {MAX_DEPTH}")
+    return cst.parse_module(source)
+
+
+def _depth(source: str) -> int:
+    """The depth of the syntax tree, from `ast` (fast, iterative); for a source `ast` rejects, the
+    bracket depth plus the most binary operators on one line (a chain `a+b+...` nests as deep)."""
+    try:
+        tree = ast_module(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        depth = deepest = 0
+        for char in source:
+            depth += (char in "([{") - (char in ")]}")
+            deepest = max(deepest, depth)
+        return deepest + max((sum(line.count(op) for op in "+-*/%&|^@<>") for line in source.splitlines()),
+                             default=0)
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
 
 
 def _ast_parse(source: str) -> ast.Module:

@@ -15,8 +15,8 @@ _WRAPPER = re.compile(r"exec\s*\(.*(decompress|b85decode|b64decode)", re.S)
 def findings(sub, rule: str):
     """The findings of `rule`, placed in the (unwrapped) source and explained."""
     result = legality.analyse(sub)
-    for rel in result.unparsed:
-        yield found(rule, f"{rel} was not checked: it does not parse", severity=Severity.INFO,
+    for rel, why in result.unparsed.items():
+        yield found(rule, f"{rel} was not checked: {why}", severity=Severity.INFO,
                     file=rel, unchecked=True)
     for rel, script in sorted(sub.scripts.items()):
         parsed = result.scripts.get(rel)
