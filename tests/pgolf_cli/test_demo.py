@@ -44,6 +44,7 @@ def demo(tmp_path_factory):
     return result, out, folder
 
 
+@pytest.mark.slow
 def test_demo_writes_an_audited_and_reviewed_records_folder(demo):
     result, out, folder = demo
     assert sorted(p.name for p in folder.iterdir()) == FILES
@@ -90,6 +91,7 @@ def unclocked_losses(log: ParsedLog) -> list[float]:
     return losses
 
 
+@pytest.mark.slow
 def test_packaged_script_reruns_its_logs_first_steps(demo, tmp_path):
     _, _, folder = demo
     packaged = parse_log((folder / "train_seed42.log").read_text())

@@ -14,6 +14,7 @@ def _loss_curve(*args, cwd):
                           env=clean_env(), cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_a_rerun_gives_the_same_curve_and_a_moved_curve_fails(tmp_path):
     for name in ("a.json", "a2.json"):
         done = _loss_curve("run", "--preset", "tiny", "--steps", "3", "--out", tmp_path / name,

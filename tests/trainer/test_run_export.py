@@ -37,6 +37,7 @@ def _run(monkeypatch, data_dir, out):
     return (out / "train.log").read_text()
 
 
+@pytest.mark.slow
 def test_a_run_ends_with_the_artifact_and_its_scores(monkeypatch, data_dir, tmp_path):
     text = _run(monkeypatch, data_dir, tmp_path)
     log = parse_log(text)
@@ -59,6 +60,7 @@ def test_a_run_ends_with_the_artifact_and_its_scores(monkeypatch, data_dir, tmp_
     assert log.total_eval_time_ms is not None
 
 
+@pytest.mark.slow
 def test_over_the_cap_the_run_stops_in_one_line_with_nothing_written(monkeypatch, data_dir, tmp_path,
                                                                     capsys):
     monkeypatch.setattr(trainer.artifact, "CAP_BYTES", 100_000)

@@ -31,6 +31,7 @@ def bundled_run(data_dir, tmp_path_factory):
     return cwd
 
 
+@pytest.mark.slow
 def test_run_folder_holds_what_ran(bundled_run):
     run = bundled_run / "run"
     assert sorted(p.name for p in bundled_run.iterdir()) == ["run"]  # nothing outside the run folder
@@ -45,6 +46,7 @@ def test_run_folder_holds_what_ran(bundled_run):
     GPT(load_config({"PRESET": "tiny"})).load_state_dict(state)
 
 
+@pytest.mark.slow
 def test_loss_falls(bundled_run):
     log = parse_log((bundled_run / "run" / "train.log").read_text())
     first, last = log.steps[0].train_loss, log.steps[-1].train_loss
@@ -54,6 +56,7 @@ def test_loss_falls(bundled_run):
     assert final.name == "pre-quantization" and final.val_loss < 5.4 and final.val_bpb < 2.6
 
 
+@pytest.mark.slow
 def test_bundle_and_package_give_the_same_losses(bundled_run, data_dir, tmp_path):
     env = clean_env(PRESET="tiny", DATA_DIR=data_dir, ITERATIONS=STEPS, OUT_DIR=tmp_path)
     result = run_trainer(["-m", "trainer"], env)
@@ -63,6 +66,7 @@ def test_bundle_and_package_give_the_same_losses(bundled_run, data_dir, tmp_path
     assert len(package) == len(bundle) > STEPS // 10 and package == bundle
 
 
+@pytest.mark.slow
 def test_two_gloo_processes_train_like_one(data_dir, tmp_path):
     """World 2 with 4 accumulation steps reaches the same weights as world 1 with 8: DDP
     averaging, the Muon split and the loader's rank slices agree."""
@@ -80,6 +84,7 @@ def test_two_gloo_processes_train_like_one(data_dir, tmp_path):
     assert finals[1] == pytest.approx(finals[0], rel=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("settings, message", [
     ({"WORLD_SIZE": "3"}, "WORLD_SIZE=3 must divide 8"),
     ({"NUM_LAYERS": "x"}, "NUM_LAYERS='x': expected an integer"),
@@ -97,6 +102,7 @@ def test_bad_input_stops_in_one_line(data_dir, tmp_path, settings, message):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_malformed_shard_stops_in_one_line(data_dir, tmp_path):
     dataset = tmp_path / "datasets" / "fineweb10B_sp1024"
     dataset.mkdir(parents=True)
@@ -111,6 +117,7 @@ def test_malformed_shard_stops_in_one_line(data_dir, tmp_path):
     assert "fineweb_train_000000.bin: the header says" in result.stderr
 
 
+@pytest.mark.slow
 def test_divergence_stops_the_run(data_dir, tmp_path):
     env = clean_env(PRESET="tiny", DATA_DIR=data_dir, ITERATIONS=20, MATRIX_LR="1e30",
                     OUT_DIR=tmp_path)

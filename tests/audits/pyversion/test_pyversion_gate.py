@@ -183,6 +183,7 @@ def test_too_many_parentheses_is_310s_own_error():
     assert analysis.first_error.message == "too many nested parentheses"
 
 
+@pytest.mark.slow
 def test_pgolfs_own_sources_pass_the_310_gate():
     files = sorted(p for part in ("audits", "pgolf_cli", "trainer", "tests") for p in (ROOT / part).rglob("*.py")
                    if "fixtures" not in p.parts)  # fixtures are audited code, some broken on purpose

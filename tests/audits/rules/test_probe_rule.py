@@ -74,6 +74,7 @@ def test_a_failed_probe_is_a_fail_finding(tmp_path, seams):
     assert findings[0]["message"].startswith("C3 fails in the quantized_ttt phase")
 
 
+@pytest.mark.slow
 def test_a_folder_shipping_this_pgolf_bundle_is_really_probed(tmp_path):
     """No stand-ins: the bundle `pgolf train` would write, and the probes on pgolf's own code."""
     from pgolf_cli.bundle import build_bundle
