@@ -2,21 +2,51 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
 
 from audits import __version__
-from audits.submission import InputError
-from pgolf_cli.audit_cmd import audit_command
-from pgolf_cli.data_cmd import data_group
-from pgolf_cli.demo_cmd import demo_command
-from pgolf_cli.package_cmd import package_command
-from pgolf_cli.review_cmd import review_command
-from pgolf_cli.train_cmd import train_command
+
+# Each command is imported when it runs: the audit loads libcst and the trainer torch, which
+# `pgolf --help` should not wait for. The line is the first sentence of the command's own help
+# (a test keeps the two equal).
+COMMANDS = {
+    "audit": ("pgolf_cli.audit_cmd", "audit_command",
+              "Check records folders (or a PR's change, with --base) against every rule."),
+    "data": ("pgolf_cli.data_cmd", "data_group", "Train a tokenizer and write or verify token shards."),
+    "demo": ("pgolf_cli.demo_cmd", "demo_command",
+             "Run the whole loop on the embedded sample corpus, on CPU, in a few minutes: tokenize "
+             "it into shards, train the tiny preset for seeds 42 and 314, package the two runs into "
+             "an audited non-record records folder, review it, and print a summary."),
+    "package": ("pgolf_cli.package_cmd", "package_command",
+                "Build records/<track>/YYYY-MM-DD_<slug>/ from the RUN_DIRs of `pgolf train`, audit "
+                "it and print the PR title and body."),
+    "review": ("pgolf_cli.review_cmd", "review_command",
+               "Print the audit of PATH (a records folder, or a PR checkout with --base) as a review "
+               "comment to paste on the PR."),
+    "train": ("pgolf_cli.train_cmd", "train_command",
+              "Train a model with the record recipe and write a run folder."),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, attribute, _ = COMMANDS[name]
+        return getattr(importlib.import_module(module), attribute)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, COMMANDS[name][2]) for name in self.list_commands(ctx)])
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="pgolf")
 @click.option("--debug", is_flag=True, help="Show the traceback of unexpected errors.")
 @click.pass_context
@@ -28,13 +58,6 @@ def cli(ctx: click.Context, debug: bool) -> None:
     """
     ctx.obj = {"debug": debug}
 
-
-cli.add_command(audit_command)
-cli.add_command(package_command)
-cli.add_command(review_command)
-cli.add_command(train_command)
-cli.add_command(data_group)
-cli.add_command(demo_command)
 
 
 def main() -> None:
@@ -49,14 +72,15 @@ def main() -> None:
     except click.Abort:
         click.echo("pgolf: aborted", err=True)
         sys.exit(2)
-    except InputError as exc:
-        click.echo(f"pgolf: {exc}", err=True)
-        sys.exit(2)
     except KeyboardInterrupt:
         click.echo("pgolf: interrupted", err=True)
         sys.exit(130)
-    except Exception as exc:  # a pgolf bug: one line unless --debug
-        if debug:
+    except Exception as exc:
+        from audits.submission import InputError  # loaded already by the command that raised it
+        if isinstance(exc, InputError):
+            click.echo(f"pgolf: {exc}", err=True)
+            sys.exit(2)
+        if debug:  # otherwise a pgolf bug is one line
             raise
         click.echo(f"pgolf: internal error: {type(exc).__name__}: {exc} (rerun with --debug for "
                    "the traceback)", err=True)
