@@ -61,7 +61,7 @@ def test_secrets_in_pgolfs_own_environment_stay_out_of_the_report(smoke_folder):
         pytest.skip("no PID namespace on this machine: the script would see pgolf's /proc entry")
     secret = f"s3cr3t-{uuid.uuid4().hex}"
     names = ["GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "OPENAI_API_KEY"]
-    sub = smoke_folder("read_secrets", names=names)
+    sub = smoke_folder("read_secrets", names=names, secret=secret)
     env = {**os.environ, **{name: secret for name in names}}
     done = pgolf("audit", str(sub.root), "--only", "IMPORT_FAIL", "--format", "json", env=env)
     assert secret not in done.stdout + done.stderr

@@ -76,7 +76,7 @@ def test_planted_secrets_are_not_in_the_environment(sandbox, smoke_folder, monke
     names = ["GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "HF_TOKEN", "SSH_AUTH_SOCK", "PGOLF_PLANTED_SECRET"]
     for name in names:
         monkeypatch.setenv(name, secret)
-    result = smoke(smoke_folder("read_secrets", names=names), sandbox)
+    result = smoke(smoke_folder("read_secrets", names=names, secret=secret), sandbox)
     finding = only_finding(result)
     assert "secrets seen: []" in finding.message
     assert secret not in finding.message + finding.evidence + result.output_tail
