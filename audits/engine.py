@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import traceback
 
+from audits import catalogue  # noqa: F401  (every rule registers its check when imported)
 from audits.context import AuditOptions
 from audits.findings import Finding, Severity
 from audits.registry import CHECKS
