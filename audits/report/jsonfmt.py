@@ -6,10 +6,10 @@ import json
 import math
 
 from audits import __version__
-from audits.engine import AuditReport, SubmissionReport
+from audits.engine import AuditReport, SubmissionReport, level_of
 from audits.submission import runs
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: verdict ILLEGAL / NEEDS_ACTION / PASS, findings carry their level
 
 
 def _clean(value):
@@ -35,7 +35,7 @@ def submission_dict(r: SubmissionReport, strict: bool) -> dict:
         "verdict": r.verdict(strict),
         "val_bpb_mean": sum(scored) / len(scored) if scored else None,
         "seeds": seeds,
-        "findings": [f.to_json() for f in r.findings],
+        "findings": [dict(f.to_json(), level=level_of(f, strict)) for f in r.findings],
         "waived": sorted({f.rule for f in r.findings if f.waived}),
         "errors": r.errors,
     }

@@ -6,7 +6,7 @@ import math
 
 from audits.context import CAP_BYTES, EVAL_BUDGET_MS, TRAIN_BUDGET_MS
 from audits.findings import Severity
-from audits.registry import FAIL, WARN, Rule, check, found, issue, pr, readme, rules
+from audits.registry import FAIL, ILLEGAL, WARN, Rule, check, found, issue, pr, readme, rules
 from audits.submission import codesize, runs
 
 RULES = rules(
@@ -14,19 +14,19 @@ RULES = rules(
          "Compressed model bytes + code bytes stay at or under 16,000,000 on every seed (code "
          "counted as the smallest self-extracting form pgolf can build).",
          (readme("FAQ, artifact size"), pr(1530, "compressed-code counting merged"), pr(1399),
-          pr(1959))),
+          pr(1959)), level=ILLEGAL),
     Rule("ARTIFACT_LITERAL_OVER_CAP", WARN, "budgets",
          "Model bytes + raw bytes of every shipped code file stay at or under 16,000,000.",
-         (readme("FAQ, artifact size"),)),
+         (readme("FAQ, artifact size"),), level=ILLEGAL),
     Rule("TRAIN_OVER_BUDGET", FAIL, "budgets",
          "Training takes at most 600 s on every seed.",
-         (readme("Rules, 10 minutes on 8xH100"),)),
+         (readme("Rules, 10 minutes on 8xH100"),), level=ILLEGAL),
     Rule("GPTQ_CALIB_AFTER_BUDGET", FAIL, "budgets",
          "Quantization calibration that reads training data finishes inside the 600 s window.",
-         (issue(677), pr(593), pr(1868, "compliance re-run with a reserve"))),
+         (issue(677), pr(593), pr(1868, "compliance re-run with a reserve")), level=ILLEGAL),
     Rule("EVAL_OVER_BUDGET", FAIL, "budgets",
          "Evaluation takes at most 600 s on every seed.",
-         (readme("FAQ, evaluation time"), pr(1399))),
+         (readme("FAQ, evaluation time"), pr(1399)), level=ILLEGAL),
 )
 
 

@@ -6,7 +6,7 @@ import datetime
 import re
 
 from audits.findings import Severity
-from audits.registry import FAIL, WARN, Rule, check, found, pr, readme, rules
+from audits.registry import FAIL, NEEDS_ACTION, WARN, Rule, check, found, pr, readme, rules
 from audits.submission import ENTRY_SCRIPT, TRACKS, display_name
 
 RULES = rules(
@@ -14,13 +14,13 @@ RULES = rules(
          "The change adds exactly one folder under records/track_10min_16mb/ or "
          "records/track_non_record_16mb/ and touches nothing else.",
          (readme("Submission Process"), pr(1204, "its merge deleted another record"),
-          pr(1143), pr(1289), pr(1319))),
+          pr(1143), pr(1289), pr(1319)), level=NEEDS_ACTION),
     Rule("FOLDER_NAME", WARN, "layout",
          "The folder is named YYYY-MM-DD_description, with a real date and no spaces.",
-         (pr(1667, "renamed on review"),)),
+         (pr(1667, "renamed on review"),), level=NEEDS_ACTION),
     Rule("MISSING_FILES", FAIL, "layout",
          "README.md, submission.json, at least one train log and the entry script are present.",
-         (readme("Submission Process"),)),
+         (readme("Submission Process"),), level=NEEDS_ACTION),
 )
 
 

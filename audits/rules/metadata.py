@@ -5,25 +5,25 @@ from __future__ import annotations
 import hashlib
 
 from audits.findings import Severity
-from audits.registry import FAIL, WARN, Rule, check, found, pgolf, readme, rules
+from audits.registry import FAIL, NEEDS_ACTION, WARN, Rule, check, found, pgolf, readme, rules
 from audits.stats import mean
 from audits.submission import ENTRY_SCRIPT, runs
 
 RULES = rules(
     Rule("SUBMISSION_JSON_INVALID", FAIL, "metadata",
          "submission.json parses as an object with author, github_id, name, date and val_bpb.",
-         (readme("Submission Process"),)),
+         (readme("Submission Process"),), level=NEEDS_ACTION),
     Rule("SUBMISSION_JSON_MISMATCH", FAIL, "metadata",
          "Claimed val_bpb, per-seed results and byte counts agree with what the logs show.",
-         (readme("Submission Process"),)),
+         (readme("Submission Process"),), level=NEEDS_ACTION),
     Rule("LOG_SOURCE_MISMATCH", FAIL, "metadata",
          "A log that embeds or names its script's source matches the shipped script.",
          (pgolf("a log whose embedded source differs from the shipped file was produced by other "
                 "code, so its numbers do not support this submission"),
-          readme("Submission Process"))),
+          readme("Submission Process")), level=NEEDS_ACTION),
     Rule("FEWER_THAN_3_SEEDS", WARN, "metadata",
          "Record track: at least 3 runs with distinct seeds, one log each, no duplicated log.",
-         (readme("Submission Process"),)),
+         (readme("Submission Process"),), level=NEEDS_ACTION),
 )
 
 

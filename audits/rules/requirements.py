@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import sys
 
-from audits.registry import WARN, Rule, check, found, readme, rules
+from audits.registry import NEEDS_ACTION, WARN, Rule, check, found, readme, rules
 from audits.submission.imports import DISTRIBUTIONS, REFERENCE, imports, normalize
 
 RULES = rules(
     Rule("MISSING_REQUIREMENT", WARN, "metadata",
          "Every third-party import is in the reference environment or in the folder's "
          "requirements.txt.",
-         (readme("FAQ, Can I import XYZ package"),)),
+         (readme("FAQ, Can I import XYZ package"),), level=NEEDS_ACTION),
 )
 
 

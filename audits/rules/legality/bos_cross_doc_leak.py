@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from audits.registry import C1, FAIL, Rule, Words, check, pr, rules, words
+from audits.registry import C1, FAIL, ILLEGAL, Rule, Words, check, pr, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("BOS_CROSS_DOC_LEAK", FAIL, "legality",
          "Previous-token mixing paths are masked at document starts (BOS).",
-         (pr(1797, "audit"), pr(1851, "fix")), (C1,)),
+         (pr(1797, "audit"), pr(1851, "fix")), (C1,), level=ILLEGAL),
 )
 WORDS = words(
     "BOS_CROSS_DOC_LEAK",

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from audits.registry import FAIL, Rule, Words, check, readme, rules, words
+from audits.registry import FAIL, ILLEGAL, Rule, Words, check, readme, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("VAL_DATA_IN_TRAINING", FAIL, "legality",
          "Validation tokens never reach training or any state built before evaluation.",
-         (readme("FAQ, validation data"),)),
+         (readme("FAQ, validation data"),), level=ILLEGAL),
 )
 
 _HINT = ("Train only on fineweb_train_* shards; validation tokens may be trained on only after they "
