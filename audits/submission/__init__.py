@@ -26,6 +26,7 @@ SMALL_LIMIT = 1024 * 1024
 ENTRY_SCRIPT = "train_gpt.py"
 TRACKS = {"track_10min_16mb": "10min_16mb", "track_non_record_16mb": "non_record_16mb"}
 _BAD_NAME = re.compile(r"[\x00-\x1f\x7f\s]")
+_NON_RECORD = re.compile(r"non[-_ ]?record", re.I)
 
 
 class InputError(Exception):
@@ -135,6 +136,8 @@ def load(path: str | os.PathLike, changes=None, repo_rel=None) -> Submission:
     _read_files(sub)
     if sub.claims is not None and origin.startswith("assumed"):
         _track_from_claims(sub)
+    if sub.track_origin.startswith("assumed"):
+        _track_from_declaration(sub)
     return sub
 
 
@@ -156,6 +159,24 @@ def _track_from_claims(sub: Submission) -> None:
     else:
         return
     sub.track_origin = f"from submission.json 'track': {sub.claims.track!r}"
+
+
+def _track_from_declaration(sub: Submission) -> None:
+    """Out of its place and with no 'track' field, a folder can still say it is a non-record
+    submission: in submission.json's name or a key of its own (`non_record_reason`), or in the
+    README's title. Other mentions (a status line, a comparison) do not count."""
+    data = sub.claims.data if sub.claims is not None else None
+    if isinstance(data, dict):
+        key = next((k for k in data if _NON_RECORD.search(str(k))), None)
+        if key is not None:
+            sub.track, sub.track_origin = "non_record_16mb", f"from submission.json's key {key!r}"
+            return
+        if isinstance(data.get("name"), str) and _NON_RECORD.search(data["name"]):
+            sub.track, sub.track_origin = "non_record_16mb", f"from submission.json's name {data['name']!r}"
+            return
+    title = next((line for line in (sub.readme or "").splitlines() if line.startswith("# ")), "")
+    if _NON_RECORD.search(title):
+        sub.track, sub.track_origin = "non_record_16mb", f"from the README's title {title[2:80]!r}"
 
 
 def _walk(sub: Submission) -> None:
