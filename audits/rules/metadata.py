@@ -37,8 +37,10 @@ def submission_json_invalid(sub, options):
     leaderboard is built from these fields. Real files vary a lot (over 150 keys across merged
     records), so the check reads tolerantly and names exactly what is missing.
 
-    Illegal: a JSON array; `"val_bpb": "1.08"` (a string); no `github_id`; `mean_val_bpb` in place
-    of `val_bpb`.
+    Illegal: a JSON array, or text that is not JSON.
+
+    Warned: `"val_bpb": "1.08"` (a string); no `github_id`; `mean_val_bpb` in place of `val_bpb`,
+    `run_name` in place of `name`: early records were merged with such fields.
 
     Legal: the five keys present; any other keys are allowed.
 
@@ -47,10 +49,13 @@ def submission_json_invalid(sub, options):
     claims = sub.claims
     if claims is None:
         return
+    # A file that is not a JSON object cannot be read at all; a missing or renamed field is a
+    # warning: early records were merged with their own field names (`run_name`, `mean_val_bpb`).
+    severity = None if claims.data is None else Severity.WARN
     for problem in claims.problems:
         key = problem.split("'")[1] if problem.count("'") >= 2 else None
         yield found("SUBMISSION_JSON_INVALID", f"submission.json: {problem}", file="submission.json",
-                    line=claims.line_of(key) if key else None,
+                    line=claims.line_of(key) if key else None, severity=severity,
                     hint="Fix submission.json; `pgolf package` writes it from the logs.")
 
 
@@ -91,26 +96,39 @@ def submission_json_mismatch(sub, options):
     Why it matters: the leaderboard shows the claim; reviewers rejected submissions whose
     submission.json did not match the logs.
 
-    Illegal: `"val_bpb": 1.0800` with seed logs ending at 1.0812, 1.0815, 1.0809; a per-seed result
-    for a seed that has no log; `"bytes_total": 15900000` when the logs print 15,965,978.
+    Illegal: `"val_bpb": 1.0800` with seed logs ending at 1.0812, 1.0815, 1.0809 and no other
+    scored metric that averages 1.0800; a seed's `val_bpb` that no scored line of its log shows.
+
+    Warned (merged records carry such slips): `val_loss`, byte counts or step counts that differ
+    from the logs (`"bytes_total": 15900000` when the logs print 15,965,978); a result for a seed
+    that has no log; a headline that rests on seeds whose logs are not shipped.
 
     Legal: the mean of the final `_exact` scores, rounded to any precision within 1e-4.
 
-    Known limits: the final score is the last scored metric line of each log; a log that prints
-    its official score earlier and a diagnostic later would need a waiver.
+    Known limits: the final score is the last scored metric line of each log; a claim that is the
+    mean of another scored metric every log prints (the sliding-window score before a TTT phase)
+    is accepted as the author's choice of final score.
     """
     claims = sub.claims
     if claims is None or claims.data is None:
         return
     chosen = _chosen_logs(sub)
     scores = {seed: log.parsed.score for seed, log in chosen.items()}
+    unshipped = sorted(_claimed_seeds(claims) - set(chosen))
     if claims.val_bpb is not None and scores:
         got = mean([s.val_bpb for s in scores.values()])
         tol = _tolerance(_decimals_of(claims.val_bpb), *(s.decimals for s in scores.values()))
         where = ", ".join(f"{chosen[seed].rel}:{s.line} {s.val_bpb}" for seed, s in scores.items())
         single = [seed for seed, s in scores.items() if abs(s.val_bpb - claims.val_bpb) <= tol]
-        if abs(got - claims.val_bpb) <= tol:
+        if abs(got - claims.val_bpb) <= tol or _other_metric_agrees(chosen, claims.val_bpb):
             pass
+        elif unshipped:
+            yield found("SUBMISSION_JSON_MISMATCH",
+                        f"'{claims.val_bpb_key}' {claims.val_bpb} rests on seeds whose logs are not "
+                        f"shipped ({', '.join(map(str, unshipped))}); the shipped logs average "
+                        f"{got:.8f}", severity=Severity.WARN, file="submission.json",
+                        line=claims.line_of(claims.val_bpb_key), evidence=where,
+                        hint="Add every seed's log, so that the claim can be checked.")
         elif single and len(scores) > 1:
             seed = single[0]
             yield found("SUBMISSION_JSON_MISMATCH",
@@ -132,11 +150,32 @@ def submission_json_mismatch(sub, options):
             yield found("SUBMISSION_JSON_MISMATCH",
                         f"'val_loss' is {claims.val_loss} but the logs' final val_loss average {got:.8f}"
                         + (" (it is one seed's value)" if single else ""),
-                        severity=Severity.WARN if single and len(scores) > 1 else None,
-                        file="submission.json", line=claims.line_of("val_loss"),
+                        severity=Severity.WARN, file="submission.json", line=claims.line_of("val_loss"),
                         hint="Use the mean of the logs' final val_loss.")
     yield from _per_seed(sub, claims, chosen)
     yield from _bytes(sub, claims)
+
+
+def _claimed_seeds(claims) -> set[int]:
+    """The seeds submission.json names: its per-seed results and a plain `seeds` list."""
+    listed = claims.data.get("seeds") if isinstance(claims.data, dict) else None
+    seeds = set(claims.per_seed)
+    if isinstance(listed, list):
+        seeds |= {s for s in listed if isinstance(s, int) and not isinstance(s, bool)}
+    return seeds
+
+
+def _other_metric_agrees(chosen, claim: float) -> bool:
+    """Whether the claim is the mean of another scored metric every log prints (the sliding-window
+    score, when a later phase printed its own): the author chose which final score to report."""
+    logs = [log.parsed for log in chosen.values()]
+    common = set.intersection(*({m.base for m in p.metrics if m.kind == "scored"} for p in logs))
+    for base in common:
+        values = [[m for m in p.metrics if m.kind == "scored" and m.base == base][-1] for p in logs]
+        tol = _tolerance(_decimals_of(claim), *(m.decimals for m in values))
+        if abs(mean([m.val_bpb for m in values]) - claim) <= tol:
+            return True
+    return False
 
 
 def _per_seed(sub, claims, chosen):
@@ -144,7 +183,7 @@ def _per_seed(sub, claims, chosen):
         log = chosen.get(seed)
         if log is None:
             yield found("SUBMISSION_JSON_MISMATCH", f"claims a result for seed {seed} but no "
-                        "completed log has that seed", file="submission.json",
+                        "completed log has that seed", file="submission.json", severity=Severity.WARN,
                         line=claims.line_of(str(seed)), hint="Add that seed's log or drop the claim.")
             continue
         p = log.parsed
@@ -158,9 +197,12 @@ def _per_seed(sub, claims, chosen):
         for name, claimed, actual, tol, line in comparisons:
             if claimed is None or actual is None:
                 continue
+            if name == "val_bpb" and _other_metric_agrees({seed: log}, claimed):
+                continue
             if abs(float(actual) - claimed) > tol:
                 yield found("SUBMISSION_JSON_MISMATCH", f"seed {seed}: '{name}' is {_fmt(claimed)} "
                             f"but {log.rel} shows {_fmt(actual)}", file="submission.json",
+                            severity=Severity.WARN if name != "val_bpb" else None,
                             line=claims.line_of(str(seed)), evidence=f"{log.rel}:{line}",
                             hint=f"Copy {name} from the log.")
 
@@ -181,7 +223,7 @@ def _bytes(sub, claims):
         if claims.bytes_total not in accepted:
             yield found("SUBMISSION_JSON_MISMATCH", f"'bytes_total' is {claims.bytes_total} but the "
                         f"logs' artifact totals are {', '.join(map(str, totals))}",
-                        file="submission.json", line=claims.line_of("bytes_total"),
+                        severity=Severity.WARN, file="submission.json", line=claims.line_of("bytes_total"),
                         hint="Use a seed's 'Total submission size' line, their mean or their maximum.")
     if claims.bytes_code is not None:
         sizes = set()
@@ -196,8 +238,7 @@ def _bytes(sub, claims):
             yield found("SUBMISSION_JSON_MISMATCH", f"'bytes_code' is {claims.bytes_code} but the logs "
                         f"{'and the shipped scripts ' if shipped is not None else ''}give "
                         f"{', '.join(map(str, sorted(sizes)))}",
-                        severity=None if shipped is not None else Severity.WARN,
-                        file="submission.json", line=claims.line_of("bytes_code"),
+                        severity=Severity.WARN, file="submission.json", line=claims.line_of("bytes_code"),
                         hint="Use the size of the shipped script.")
 
 
