@@ -249,6 +249,15 @@ def _script_hashes(script) -> set[str]:
     return hashes
 
 
+def _embeds(src, script) -> bool:
+    """Whether a log's embedded source is `script` as shipped (trailing newlines ignored; a
+    16-hex marker compared as a prefix; an open-ended block as a prefix of the log's lines)."""
+    if src.open_ended is not None:
+        return script.text is not None and src.starts_with(script.text)
+    candidates = {src.sha256, src.normalized_sha256} - {None}
+    return any(h.startswith(c) or c.startswith(h) for h in _script_hashes(script) for c in candidates)
+
+
 @check("LOG_SOURCE_MISMATCH")
 def log_source_mismatch(sub, options):
     """What it checks: when a log embeds its script's source (the baseline's `log0(code)`, the
@@ -258,10 +267,15 @@ def log_source_mismatch(sub, options):
     Why it matters: numbers prove something only about the code that produced them. A log from an
     earlier version of the script supports a different submission.
 
-    Illegal: seed 2's log embeds a source that differs from `train_gpt.py`; three logs embedding
-    two different sources.
+    Illegal: a `code_sha256:` line naming a file that is not the shipped script; logs naming
+    several different scripts next to one shipped wrapper.
 
-    Legal: every log's embedded source equals the shipped file (trailing newlines ignored).
+    Warned: seed 2's log embeds a source that differs from `train_gpt.py` (merged records carry
+    logs of an earlier revision, with a default changed since); three logs embedding two
+    different sources when no script is shipped.
+
+    Legal: every log's embedded source equals the shipped file (trailing newlines ignored), or
+    another shipped script (an ablation's logs next to its own script).
 
     Known limits: an embedded source is compared with the shipped file as shipped. A `code_sha256:`
     line is compared with the shipped file and, for a self-extracting wrapper, with its payload;
@@ -269,7 +283,8 @@ def log_source_mismatch(sub, options):
     matches the `code_minified_sha256:` line pgolf's trainer also logs. A log without that line
     next to such a wrapper cannot be compared from the folder alone: a WARN, not a FAIL. Logs that
     embed nothing cannot be checked. When only a 16-hex marker of the hash survives, the prefix is
-    compared.
+    compared. A `Source code:` block with no closing rule runs into the log's own lines; the
+    shipped file is compared with its beginning.
     """
     script = sub.scripts.get(ENTRY_SCRIPT)
     hashes = _script_hashes(script) if script is not None else set()
@@ -294,15 +309,19 @@ def log_source_mismatch(sub, options):
         src = p.embedded_source
         if src is None:
             continue
-        embedded.append((log, src))
+        if src.open_ended is None:  # an open-ended block's hash holds the log's own lines
+            embedded.append((log, src))
         if script is None:
             continue
-        candidates = {src.sha256, src.normalized_sha256} - {None}
-        if not any(h.startswith(c) or c.startswith(h) for h in hashes for c in candidates):
-            yield found("LOG_SOURCE_MISMATCH", f"{log.rel} embeds a source ({src.lines} lines) that "
-                        f"differs from the shipped {ENTRY_SCRIPT}", file=log.rel, line=src.line,
-                        evidence=f"embedded sha256 {src.sha256[:16]}, shipped {sorted(hashes)[0][:16]}",
-                        hint="Ship the exact file that ran, or rerun with the shipped file.")
+        if _embeds(src, script) or any(_embeds(src, other) for other in sub.scripts.values()):
+            continue
+        length = "its end unmarked" if src.open_ended is not None else f"{src.lines} lines"
+        yield found("LOG_SOURCE_MISMATCH", f"{log.rel} embeds a source ({length}) that differs "
+                    f"from the shipped {ENTRY_SCRIPT} and from every other shipped script; merged "
+                    "records carry logs of an earlier revision, so a reviewer compares the two",
+                    severity=Severity.WARN, file=log.rel, line=src.line,
+                    evidence=f"embedded sha256 {src.sha256[:16]}, shipped {sorted(hashes)[0][:16]}",
+                    hint="Ship the exact file that ran, or rerun with the shipped file.")
     yield from _wrapper_of_unknown_file(unverifiable)
     if script is None and len({src.sha256[:16] for _, src in embedded}) > 1:
         groups: dict[str, list[str]] = {}

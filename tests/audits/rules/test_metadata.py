@@ -108,7 +108,30 @@ def test_embedded_source_compared_with_the_shipped_script(tmp_path):
     assert by_rule(ok, "LOG_SOURCE_MISMATCH") == []
     other = script.replace("pass", "print(1)")
     bad = audit_findings(folder(tmp_path / "b", **{"train_seed42.log": embed(other, 42)}))
-    assert by_rule(bad, "LOG_SOURCE_MISMATCH", "FAIL")
+    assert by_rule(bad, "LOG_SOURCE_MISMATCH", "WARN")  # merged records carry earlier revisions
+    ablation = audit_findings(folder(tmp_path / "c", **{"train_seed42.log": embed(other, 42),
+                                                        "train_ablation.py": other}))
+    assert by_rule(ablation, "LOG_SOURCE_MISMATCH") == []  # the log ran the other shipped script
+
+
+def _source_block(code: str, seed: int, closed: bool) -> str:
+    """The later log dialect: the hyperparameters, then a `Source code:` block between rules,
+    closed by a third rule or running straight into the log's own lines."""
+    rule = "=" * 100
+    return (f"Hyperparameters:\n  seed: {seed}\n{rule}\nSource code:\n{rule}\n{code}"
+            + (f"{rule}\n" if closed else "") + record_log(seed, bpb=1.0810))
+
+
+def test_a_source_block_between_rules_is_read_whole(tmp_path):
+    script = "import torch\n\nif __name__ == '__main__':\n    pass\n"
+    for closed in (True, False):
+        ok = audit_findings(folder(tmp_path / str(closed), **{"train_seed42.log": _source_block(script, 42, closed)}))
+        assert by_rule(ok, "LOG_SOURCE_MISMATCH") == [], closed
+        other = script.replace("pass", "print(1)")
+        bad = by_rule(audit_findings(folder(tmp_path / f"b{closed}", **{
+            "train_seed42.log": _source_block(other, 42, closed)})), "LOG_SOURCE_MISMATCH")
+        assert [str(x.severity) for x in bad] == ["WARN"] and "(0 lines)" not in bad[0].message
+        assert bad[0].line == 6  # the first line of the source itself
 
 
 def test_fewer_than_three_seeds_and_duplicated_logs(tmp_path):
