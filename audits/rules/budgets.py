@@ -35,8 +35,9 @@ def _code_bytes(sub, log):
     """Counted code bytes and how they were obtained: from the shipped scripts when present
     (smallest self-extracting form), else from the log's own code-size line."""
     if sub.scripts:
-        total = sum(codesize.counted_bytes(s.data, s.source) for s in sub.scripts.values())
-        return total, f"{len(sub.scripts)} shipped .py file(s), smallest self-extracting form"
+        scripts = codesize.code_that_runs(sub)
+        total = sum(codesize.counted_bytes(s.data, s.source) for s in scripts)
+        return total, f"{', '.join(s.rel for s in scripts)}, smallest self-extracting form"
     p = log.parsed
     value = p.code_bytes_compressed or p.code_bytes
     if value is not None:
@@ -46,7 +47,8 @@ def _code_bytes(sub, log):
 
 def _literal_code_bytes(sub, log):
     if sub.scripts:
-        return sum(len(s.data) for s in sub.scripts.values()), "raw bytes of the shipped .py files"
+        scripts = codesize.code_that_runs(sub)
+        return sum(len(s.data) for s in scripts), f"raw bytes of {', '.join(s.rel for s in scripts)}"
     p = log.parsed
     value = p.code_bytes_uncompressed or p.code_bytes
     if value is not None:
@@ -58,9 +60,11 @@ def _literal_code_bytes(sub, log):
 def artifact_over_cap(sub, options):
     """What it checks: for every seed, compressed model bytes (the log's `Serialized model
     <method>: N bytes` line) plus code bytes stay at or under 16,000,000 (decimal). Code bytes are
-    the smallest self-extracting form pgolf builds of each shipped .py file (token-level minify,
+    the smallest self-extracting form pgolf builds of each .py file the submission runs (the entry
+    script, the files its wrapper decodes, the sibling modules it imports; token-level minify,
     lzma, base85 wrapper) or the file as shipped if smaller; without shipped code, the log's own
-    code size. Also fails when the log's own `Total submission size` is over the cap.
+    code size. A readable copy of a wrapped script or a data-preparation script is not run, so it
+    is not counted. Also fails when the log's own `Total submission size` is over the cap.
 
     Why it matters: the cap is the challenge's central constraint. Organizers merged records that
     count code in its compressed self-extracting form (PR #1530 onward) and refused ones over the

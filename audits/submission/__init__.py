@@ -51,6 +51,7 @@ class Script:
     wrapper_note: str | None = None  # where that payload came from, e.g. "train_gpt.py:2 (raw lzma + base85)"
     wrapper_error: str | None = None  # why a wrapper's payload could not be read
     wrapper_error_line: int | None = None  # line of that wrapper's exec
+    wrapper_reads: tuple[str, ...] = ()  # other files of the folder its wrapper decoded
 
     @property
     def source(self) -> str | None:
@@ -327,6 +328,7 @@ def _read_script(sub: Submission, path: Path, rel: str) -> None:
         result = unwrap.unwrap(text, rel, _sibling_reader(sub, rel))
         if result is not None and result.source is not None:
             script.unwrapped, script.wrapper_note = result.source, result.note
+            script.wrapper_reads = tuple(layer.file for layer in result.layers if layer.file not in ("", rel))
         elif result is not None:
             script.wrapper_error, script.wrapper_error_line = result.error, result.error_line
     sub.scripts[rel] = script

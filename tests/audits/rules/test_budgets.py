@@ -1,8 +1,10 @@
 """ARTIFACT_OVER_CAP, ARTIFACT_LITERAL_OVER_CAP, TRAIN/EVAL_OVER_BUDGET, GPTQ_CALIB_AFTER_BUDGET, VAL_SUBSET."""
 
 import json
+import random
 
 from audits import submission
+from audits.submission import codesize
 from support import audit_findings, by_rule, good_folder_files, record_log, write_folder
 
 GOOD = "2026-04-09_Good_Run"
@@ -147,3 +149,21 @@ def test_submission_json_declares_the_non_record_track_by_a_key_or_its_name(tmp_
         files["submission.json"] = json.dumps(claims)
         sub = submission.load(write_folder(tmp_path / f"{GOOD}{i}", files))
         assert sub.track == "non_record_16mb" and "submission.json" in sub.track_origin
+
+
+def test_only_the_code_that_runs_is_counted(tmp_path):
+    # A wrapped entry script, the module it imports, and a readable copy nobody runs: the copy's
+    # 60 KB of incompressible text would push the artifact over the cap if it were counted.
+    rng = random.Random(0)
+    blob = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(60000))
+    files = {"train_gpt.py": codesize.wrap("import helpers\n\nhelpers.run()\n"),
+             "helpers.py": "def run():\n    return 1\n",
+             "train_gpt_readable.py": f"DATA = '{blob}'\n"}
+    log = record_log(42, bpb=1.081, model_bytes=15_970_000, code_bytes=100)
+    f = with_log(tmp_path, log, **files)
+    assert by_rule(f, "ARTIFACT_OVER_CAP") == [] and by_rule(f, "ARTIFACT_LITERAL_OVER_CAP") == []
+    files["helpers.py"] = f"DATA = '{blob}'\n"  # now the imported module is the large one
+    f = with_log(tmp_path / "b", log, **files)
+    assert by_rule(f, "ARTIFACT_OVER_CAP", "FAIL")
+    assert "train_gpt.py" in by_rule(f, "ARTIFACT_OVER_CAP")[0].evidence
+    assert "helpers.py" in by_rule(f, "ARTIFACT_OVER_CAP")[0].evidence
