@@ -98,7 +98,9 @@ def _event(e: Event, resolved: set[int]) -> list[Verdict]:
 def _judgment(e: Event, resolved: set[int]) -> list[Verdict]:
     rule = e.detail
     if rule == "TRAIN_DATA_AT_EVAL":
-        if not (TRAIN in e.taint and _val(e.state)):
+        # An adaptation on the scored tokens that also trains on training data. A training step on
+        # training data alone, between periodic validation passes, is the baseline's schedule.
+        if not (TRAIN in e.taint and _val(e.taint) and _val(e.state)):
             return []
         return [Verdict(rule, "trains_while_scoring", FAIL, e.site, e.other)]
     if not (_val(e.taint) and _val(e.state)):

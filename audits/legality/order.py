@@ -209,7 +209,7 @@ def _pair(update: Event, score: Event, backpropagated: set, events: list[Event])
             return _verdict(update, score, loops, "again", events), True
         extra = data_roots(update.taint) - data_roots(score.taint)
         if loops and extra:  # the adaptation also reads data the scores do not: training data?
-            return Event("judgment", update.site, extra, score.taint, detail=TRAIN_AT_EVAL,
+            return Event("judgment", update.site, update.taint, score.taint, detail=TRAIN_AT_EVAL,
                          other=score.site, flags=switches(update, score)), True
         return None, True
     if not fresh:
