@@ -26,7 +26,8 @@ def _clean(value):
 def submission_dict(r: SubmissionReport, strict: bool) -> dict:
     sub = r.submission
     seeds = [runs.seed_row(log) for log in sub.logs]
-    scored = [row["val_bpb"] for row in seeds if row["completed"] and row["val_bpb"] is not None]
+    # one run per seed: an ablation or a rerun of a seed is listed, not averaged in
+    scored = [log.parsed.score.val_bpb for log in runs.headline_logs(sub).values()]
     return {
         "path": str(sub.root),
         "name": sub.name,

@@ -70,7 +70,8 @@ def _submission(r: SubmissionReport, o: AuditOptions) -> str:
 
 
 def _bpb(sub: Submission) -> str:
-    scored = [(log, log.parsed.score) for log in sorted(runs.completed_logs(sub), key=lambda l: l.rel)]
+    headline = runs.headline_logs(sub).values()  # one run per seed: reruns and ablations apart
+    scored = [(log, log.parsed.score) for log in sorted(headline, key=lambda l: l.rel)]
     scored = [(log, s) for log, s in scored if math.isfinite(s.val_bpb)]
     claim = sub.claims.val_bpb if sub.claims is not None else None
     claimed = (f"submission.json claims **{claim}**" if claim is not None

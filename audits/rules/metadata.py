@@ -69,22 +69,6 @@ def _decimals_of(value: float) -> int:
     return len(text.split(".", 1)[1]) if "." in text and "e" not in text else 0
 
 
-def _chosen_logs(sub):
-    """One completed log per seed. When a seed has several (reruns, ablations), the one whose score
-    matches that seed's claim, else the one closest to the headline claim, else the first."""
-    claims = sub.claims
-    chosen = {}
-    for seed, logs in runs.by_seed(sub).items():
-        target = (claims.per_seed.get(seed) or {}).get("val_bpb") if claims else None
-        if target is None and claims is not None:
-            target = claims.val_bpb
-        if target is None:
-            chosen[seed] = logs[0]
-        else:
-            chosen[seed] = min(logs, key=lambda log: abs(log.parsed.score.val_bpb - target))
-    return chosen
-
-
 @check("SUBMISSION_JSON_MISMATCH")
 def submission_json_mismatch(sub, options):
     """What it checks: every number submission.json claims agrees with the logs: the headline
@@ -112,7 +96,7 @@ def submission_json_mismatch(sub, options):
     claims = sub.claims
     if claims is None or claims.data is None:
         return
-    chosen = _chosen_logs(sub)
+    chosen = runs.headline_logs(sub)
     scores = {seed: log.parsed.score for seed, log in chosen.items()}
     unshipped = sorted(_claimed_seeds(claims) - set(chosen))
     if claims.val_bpb is not None and scores:

@@ -3,7 +3,9 @@
 import hashlib
 import json
 
-from audits.context import Baseline
+from audits import api
+from audits.context import AuditOptions, Baseline
+from audits.report import report_dict
 from support import audit_findings, by_rule, good_folder_files, record_log, submission_json, write_folder
 
 GOOD = "2026-04-09_Good_Run"
@@ -174,3 +176,12 @@ def test_missing_requirement(tmp_path):
     ok = audit_findings(folder(tmp_path / "ok", **{"train_gpt.py": script, "helper.py": "x = 1\n",
                                                    "requirements.txt": "# extras\nBrotli>=1.1\n"}))
     assert by_rule(ok, "MISSING_REQUIREMENT") == []
+
+
+def test_an_ablation_rerun_of_a_seed_is_not_averaged_into_the_headline(tmp_path):
+    files = good_folder_files()
+    files["ablation_no_ttt_seed42.log"] = record_log(42, bpb=1.2)  # a rerun of seed 42, worse
+    report = api.audit([str(write_folder(tmp_path / GOOD, files))], AuditOptions())
+    row = report_dict(report)["submissions"][0]
+    assert len(row["seeds"]) == 4 and abs(row["val_bpb_mean"] - 1.0810) < 1e-6
+    assert by_rule(report.submissions[0].findings, "SUBMISSION_JSON_MISMATCH") == []
