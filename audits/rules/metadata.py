@@ -104,7 +104,8 @@ def submission_json_mismatch(sub, options):
         tol = _tolerance(_decimals_of(claims.val_bpb), *(s.decimals for s in scores.values()))
         where = ", ".join(f"{chosen[seed].rel}:{s.line} {s.val_bpb}" for seed, s in scores.items())
         single = [seed for seed, s in scores.items() if abs(s.val_bpb - claims.val_bpb) <= tol]
-        if abs(got - claims.val_bpb) <= tol or _other_metric_agrees(chosen, claims.val_bpb):
+        if (abs(got - claims.val_bpb) <= tol or _other_metric_agrees(chosen, claims.val_bpb)
+                or _per_seed_claims_shown(sub, claims)):
             pass
         elif unshipped:
             yield found("SUBMISSION_JSON_MISMATCH",
@@ -162,6 +163,25 @@ def _other_metric_agrees(chosen, claim: float) -> bool:
     return False
 
 
+def _log_showing(sub, claim: float):
+    """A completed log with a scored metric equal to `claim` (to its printed precision)."""
+    for log in runs.completed_logs(sub):
+        for m in log.parsed.metrics:
+            if m.kind == "scored" and abs(m.val_bpb - claim) <= _tolerance(_decimals_of(claim), m.decimals):
+                return log
+    return None
+
+
+def _per_seed_claims_shown(sub, claims) -> bool:
+    """Whether the headline is the mean of per-seed results that logs of the folder show: a study
+    that ships the logs of several configurations claims the one it names, seed by seed."""
+    values = [fields["val_bpb"] for fields in claims.per_seed.values() if "val_bpb" in fields]
+    if not values or len(values) != len(claims.per_seed):
+        return False
+    tol = _tolerance(_decimals_of(claims.val_bpb), *map(_decimals_of, values))
+    return abs(mean(values) - claims.val_bpb) <= tol and all(_log_showing(sub, v) for v in values)
+
+
 def _per_seed(sub, claims, chosen):
     for seed, fields in sorted(claims.per_seed.items()):
         log = chosen.get(seed)
@@ -182,6 +202,14 @@ def _per_seed(sub, claims, chosen):
             if claimed is None or actual is None:
                 continue
             if name == "val_bpb" and _other_metric_agrees({seed: log}, claimed):
+                continue
+            shown_by = _log_showing(sub, claimed) if name == "val_bpb" else None
+            if shown_by is not None:
+                yield found("SUBMISSION_JSON_MISMATCH", f"seed {seed}: 'val_bpb' {_fmt(claimed)} is "
+                            f"shown by {shown_by.rel}, not by {log.rel}, which has that seed",
+                            severity=Severity.WARN, file="submission.json",
+                            line=claims.line_of(str(seed)), evidence=f"{shown_by.rel}, {log.rel}:{line}",
+                            hint="Name the seed each result's log ran with.")
                 continue
             if abs(float(actual) - claimed) > tol:
                 yield found("SUBMISSION_JSON_MISMATCH", f"seed {seed}: '{name}' is {_fmt(claimed)} "

@@ -185,3 +185,17 @@ def test_an_ablation_rerun_of_a_seed_is_not_averaged_into_the_headline(tmp_path)
     row = report_dict(report)["submissions"][0]
     assert len(row["seeds"]) == 4 and abs(row["val_bpb_mean"] - 1.0810) < 1e-6
     assert by_rule(report.submissions[0].findings, "SUBMISSION_JSON_MISMATCH") == []
+
+
+def test_a_study_claims_the_configuration_its_per_seed_results_name(tmp_path):
+    # Logs of two configurations; the claim is the second's two seeds, and the result the claim
+    # gives for seed 42 is the log whose seed line reads 1337.
+    files = {k: v for k, v in good_folder_files().items() if not k.endswith(".log")}
+    files["short_seed42.log"] = record_log(42, bpb=1.30)
+    files["long_seed42.log"] = record_log(1337, bpb=1.4703)
+    files["long_s7.log"] = record_log(7, bpb=1.4716)
+    files["submission.json"] = submission_json(1.47095, seeds=[42, 7], seed_results={
+        "42": {"val_bpb": 1.4703}, "7": {"val_bpb": 1.4716}})
+    f = by_rule(audit_findings(write_folder(tmp_path / GOOD, files)), "SUBMISSION_JSON_MISMATCH")
+    assert [str(x.severity) for x in f] == ["WARN"]
+    assert "shown by long_seed42.log, not by short_seed42.log" in f[0].message
