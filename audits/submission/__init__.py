@@ -102,6 +102,7 @@ class Submission:
     logs: list[LogFile] = dataclasses.field(default_factory=list)
     scripts: dict[str, Script] = dataclasses.field(default_factory=dict)
     requirements: list[str] | None = None
+    launch: dict[str, str] = dataclasses.field(default_factory=dict)  # shell scripts: rel -> text
     changes: list[tuple[str, str]] | None = None  # (git status letter, repo path) with --base
     repo_rel: str | None = None  # the folder's path inside the repository, with --base
     problems: list[Problem] = dataclasses.field(default_factory=list)
@@ -291,6 +292,11 @@ def _read_files(sub: Submission) -> None:
                 sub.requirements = parse_requirements(text or "")
             elif lower.endswith(".py"):
                 _read_script(sub, path, entry.rel)
+            elif lower.endswith(".sh"):
+                data, cut = read_bounded(path, SMALL_LIMIT)
+                text = decode_text(sub, entry.rel, data, cut, SMALL_LIMIT, "shell script")
+                if text is not None:
+                    sub.launch[entry.rel] = text
             elif lower.endswith((".log", ".txt")) and not Path(lower).name.startswith(("requirements", "readme")):
                 _read_log(sub, path, entry.rel)
         except OSError as exc:
