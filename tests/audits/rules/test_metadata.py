@@ -168,11 +168,12 @@ def test_not_significant_threshold_is_configurable(tmp_path):
 
 
 def test_missing_requirement(tmp_path):
-    script = ("import os, torch\nimport brotli\nfrom flash_attn_interface import flash_attn_func\n"
-              "try:\n    import zstandard\nexcept ImportError:\n    zstandard = None\nimport helper\n")
+    script = ("import os, torch\nfrom flash_attn_interface import flash_attn_func\n"
+              "try:\n    import zstandard\nexcept ImportError:\n    zstandard = None\nimport helper\n\n\n"
+              "def compress(b):\n    import brotli\n    return brotli.compress(b)\n")
     f = by_rule(audit_findings(folder(tmp_path, **{"train_gpt.py": script, "helper.py": "x = 1\n"})),
                 "MISSING_REQUIREMENT", "WARN")
-    assert [(x.file, x.line) for x in f] == [("train_gpt.py", 2)] and "brotli" in f[0].message
+    assert [(x.file, x.line) for x in f] == [("train_gpt.py", 11)] and "brotli" in f[0].message
     ok = audit_findings(folder(tmp_path / "ok", **{"train_gpt.py": script, "helper.py": "x = 1\n",
                                                    "requirements.txt": "# extras\nBrotli>=1.1\n"}))
     assert by_rule(ok, "MISSING_REQUIREMENT") == []
@@ -199,3 +200,13 @@ def test_a_study_claims_the_configuration_its_per_seed_results_name(tmp_path):
     f = by_rule(audit_findings(write_folder(tmp_path / GOOD, files)), "SUBMISSION_JSON_MISMATCH")
     assert [str(x.severity) for x in f] == ["WARN"]
     assert "shown by long_seed42.log, not by short_seed42.log" in f[0].message
+
+
+def test_a_module_the_script_imports_at_the_top_and_nobody_ships_blocks(tmp_path):
+    script = "import torch\nfrom context_features import SmearGate\n\nif __name__ == '__main__':\n    pass\n"
+    f = by_rule(audit_findings(folder(tmp_path, **{"train_gpt.py": script})), "MISSING_REQUIREMENT")
+    assert [(str(x.severity), x.line) for x in f] == [("FAIL", 2)]
+    assert "the script fails on import" in f[0].message
+    shipped = audit_findings(folder(tmp_path / "ok", **{"train_gpt.py": script,
+                                                        "context_features.py": "SmearGate = None\n"}))
+    assert by_rule(shipped, "MISSING_REQUIREMENT") == []
