@@ -5,7 +5,7 @@ import random
 
 from audits import submission
 from audits.submission import codesize
-from support import audit_findings, by_rule, good_folder_files, record_log, write_folder
+from support import audit_findings, by_rule, good_folder_files, record_log, submission_json, write_folder
 
 GOOD = "2026-04-09_Good_Run"
 
@@ -167,3 +167,15 @@ def test_only_the_code_that_runs_is_counted(tmp_path):
     assert by_rule(f, "ARTIFACT_OVER_CAP", "FAIL")
     assert "train_gpt.py" in by_rule(f, "ARTIFACT_OVER_CAP")[0].evidence
     assert "helpers.py" in by_rule(f, "ARTIFACT_OVER_CAP")[0].evidence
+
+
+def test_a_diagnostic_phase_that_produced_the_claimed_score_counts(tmp_path):
+    phases = (("pre_quant_sliding_window", 65_808_175), ("quantized", 42_290))
+    log = record_log(42, bpb=1.081, phases=phases)
+    claimed = with_log(tmp_path, log, **{"submission.json": submission_json(1.081)})
+    assert by_rule(claimed, "EVAL_OVER_BUDGET", "FAIL")
+    assert "the claimed score" in by_rule(claimed, "EVAL_OVER_BUDGET")[0].evidence
+    other = with_log(tmp_path / "b", log.replace("pre_quant_sliding_window val_loss:2.79180191 val_bpb:1.08100000",
+                                                 "pre_quant_sliding_window val_loss:2.79 val_bpb:1.09"),
+                     **{"submission.json": submission_json(1.081)})
+    assert by_rule(other, "EVAL_OVER_BUDGET") == []
