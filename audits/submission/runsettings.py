@@ -1,6 +1,7 @@
-"""The settings a submission's runs used: environment variables its launch scripts and README's
-run commands set (`NGRAM_CACHE=1 torchrun ...`) and the hyperparameters its logs print. Code the
-analysis finds behind a setting that is off by default ran when these turn it on."""
+"""How a submission's runs were launched: the settings its launch scripts and README's run commands
+set (`NGRAM_CACHE=1 torchrun ...`) and its logs' hyperparameters print (code the analysis finds
+behind a setting that is off by default ran when these turn it on), and the data files those
+lines put in place."""
 
 from __future__ import annotations
 
@@ -26,4 +27,22 @@ def turned_on(sub: Submission) -> dict[str, str]:
         for name, value in log.parsed.hparams.items():
             if str(value.value).strip().lower() not in _OFF | {"false"}:
                 found.setdefault(name.upper(), f"{log.rel}:{value.line} ({value.text})")
+    return found
+
+
+_VAL_SHARD = re.compile(r"fineweb_val_\w*\.bin")
+_TRAIN_SHARD = re.compile(r"fineweb_train_\w*\.bin")
+_LINK = re.compile(r"^\s*(?:sudo\s+)?(?:ln|cp|mv|rsync)\b")
+
+
+def val_as_train(sub: Submission) -> list[tuple[str, int, str]]:
+    """(file, line, text) of launch lines that put a validation shard where the training loader
+    reads: `ln -s .../fineweb_val_000000.bin .../fineweb_train_000000.bin`."""
+    texts = sorted(sub.launch.items()) + ([("README.md", sub.readme)] if sub.readme else [])
+    found = []
+    for rel, text in texts:
+        for number, line in enumerate(text.splitlines(), 1):
+            val, train = _VAL_SHARD.search(line), _TRAIN_SHARD.search(line)
+            if _LINK.match(line) and val and train and val.start() < train.start():
+                found.append((rel, number, line.strip()))
     return found

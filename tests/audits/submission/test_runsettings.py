@@ -48,3 +48,13 @@ def test_the_readme_command_and_the_logged_hyperparameters_count_too(tmp_path):
 def test_a_run_that_leaves_it_off_keeps_the_warning(tmp_path):
     f = _slot(tmp_path, **{"run.sh": "SLOT_ENABLED=0 torchrun train_gpt.py\n"})
     assert {str(x.severity) for x in f} == {"WARN"}
+
+
+def test_a_validation_shard_linked_as_training_data_is_val_in_training(tmp_path):
+    readme = ("# Val-only\n\n```bash\nmkdir -p /data/valonly\n"
+              "ln -s /data/sp1024/fineweb_val_000000.bin /data/valonly/fineweb_train_000000.bin\n"
+              "ln -s /data/sp1024/fineweb_val_000000.bin /data/valonly/fineweb_val_000000.bin\n```\n")
+    script = "import torch\n\nif __name__ == '__main__':\n    pass\n"
+    f = by_rule(audit_findings(write_folder(tmp_path, {"train_gpt.py": script, "README.md": readme}),
+                               only=frozenset({"VAL_DATA_IN_TRAINING"})), "VAL_DATA_IN_TRAINING")
+    assert [(str(x.severity), x.file, x.line) for x in f] == [("FAIL", "README.md", 5)]
