@@ -229,9 +229,10 @@ def _verdict(update: Event, score: Event, loops: tuple, how: str, events: list[E
                        {how})
     if ("train",) in update.taint and ("train",) not in score.taint:
         return verdict(TRAIN_AT_EVAL, {how})
+    # Parameters made anew for each window are SLOT, also when they start from the last window's
+    # values (a warm start); a tensor kept across windows is ETLB.
     inside, tensor = _made_inside(update.state, loops[-1])
-    warm = ("prev", loops[-1]) in update.state  # started from the last window's values
-    rule = SLOT if inside and not warm else ETLB if tensor else TTT
+    rule = SLOT if inside else ETLB if tensor else TTT
     flags = {how}
     if rule in (SLOT, ETLB) and _context_only(update, score):
         flags.add("context_only")
