@@ -145,8 +145,10 @@ class FunctionWalk:
             if has_data(taint) and MODEL not in taint:
                 by_base.setdefault(base, []).append((node, shape))
         for items in by_base.values():
+            by_position = any(shapes.context_by_position(shape) for _, shape in items)
             for node, shape in items:
-                if any(shapes.one_later(shape, other) for _, other in items):
+                if any(shapes.one_later(shape, other) for _, other in items) \
+                        or (by_position and shapes.next_position(shape)):
                     found.add(id(node))
         return found
 

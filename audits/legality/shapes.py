@@ -106,6 +106,17 @@ def one_later(later: list[tuple], earlier: list[tuple]) -> bool:
     return False
 
 
+def context_by_position(shape: list[tuple]) -> bool:
+    """`t[p - (w - k)]`: n-gram context tokens read by position from the flat token array."""
+    return any(part[0] == "index_before" for part in shape)
+
+
+def next_position(shape: list[tuple]) -> bool:
+    """`t[p + 1]`: the token one or more positions after `p`. In code that reads its n-gram
+    contexts by position from the same array, that is the token being predicted at `p`."""
+    return len(shape) == 1 and shape[0][0] == "index" and shape[0][1][0] != "" and shape[0][1][1] >= 1
+
+
 def previous_positions(node: cst.Subscript) -> bool:
     """`x[:, :-1]`: every position but the last, i.e. the previous token's, once shifted right."""
     for element in node.slice:
