@@ -8,10 +8,19 @@ import traceback
 from audits import catalogue  # noqa: F401  (every rule registers its check when imported)
 from audits.context import AuditOptions
 from audits.findings import Finding, Severity
-from audits.registry import CHECKS
+from audits.registry import CHECKS, LEVELS, PASS, ROWS
 from audits.submission import Submission
 
 _ORDER = {Severity.FAIL: 0, Severity.WARN: 1, Severity.INFO: 2}
+
+
+def level_of(finding: Finding, strict: bool = False) -> str:
+    """The verdict `finding` pushes toward: its rule's level when it blocks (an unwaived FAIL, or
+    WARN with --strict), else PASS (a WARN is what a reviewer should read, not a block)."""
+    threshold = Severity.WARN if strict else Severity.FAIL
+    if finding.waived is None and finding.severity >= threshold:
+        return ROWS[finding.rule].level
+    return PASS
 
 
 @dataclasses.dataclass
@@ -22,8 +31,7 @@ class SubmissionReport:
 
     def counted(self, strict: bool) -> list[Finding]:
         """Unwaived findings at or above the threshold: FAIL, and WARN with --strict."""
-        threshold = Severity.WARN if strict else Severity.FAIL
-        return [f for f in self.findings if f.waived is None and f.severity >= threshold]
+        return [f for f in self.findings if level_of(f, strict) != PASS]
 
     def counts(self) -> dict[Severity, int]:
         """How many unwaived findings of each severity."""
@@ -31,12 +39,13 @@ class SubmissionReport:
                 for s in Severity}
 
     def verdict(self, strict: bool = False) -> str:
-        active = [f for f in self.findings if f.waived is None]
-        if any(f.severity == Severity.FAIL for f in active):
-            return "FAIL"
-        if any(f.severity == Severity.WARN for f in active):
-            return "FAIL" if strict else "WARN"
-        return "PASS"
+        """ILLEGAL, NEEDS_ACTION or PASS: the worst level a finding pushes toward."""
+        return min((level_of(f, strict) for f in self.findings), key=LEVELS.index, default=PASS)
+
+    def deciding(self, strict: bool = False) -> Finding | None:
+        """The finding the verdict rests on (the findings are sorted so that it comes first)."""
+        first = self.findings[0] if self.findings else None
+        return first if first is not None and level_of(first, strict) != PASS else None
 
 
 @dataclasses.dataclass
@@ -66,7 +75,9 @@ def audit_submission(sub: Submission, options: AuditOptions) -> SubmissionReport
             last = traceback.format_exc().strip().splitlines()[-1]
             errors.append(f"internal error in the check of {rule_id}: {last}")
     findings = [_waive(f, options.waivers) for f in findings]
-    findings.sort(key=lambda f: (_ORDER[f.severity], f.rule, f.file or "", f.line or 0))
+    # The finding that decides the verdict first: by the level it pushes toward, then severity.
+    findings.sort(key=lambda f: (LEVELS.index(level_of(f, options.strict)), _ORDER[f.severity],
+                                 f.rule, f.file or "", f.line or 0))
     return SubmissionReport(sub, findings, errors)
 
 

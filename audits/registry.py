@@ -25,6 +25,11 @@ if TYPE_CHECKING:
 
 REPO = "https://github.com/openai/parameter-golf"
 FAIL, WARN = Severity.FAIL, Severity.WARN
+# The verdicts, worst first. A rule's level is the verdict its blocking findings push toward:
+# ILLEGAL when the claimed score is invalid (#1017 C1-C4, data rules, budgets, the cap), NEEDS_ACTION
+# when the author must fix something before a review can go on (layout, files, imports, syntax).
+ILLEGAL, NEEDS_ACTION, PASS = "ILLEGAL", "NEEDS_ACTION", "PASS"
+LEVELS = (ILLEGAL, NEEDS_ACTION, PASS)
 C1, C2, C3, C4 = (f"#1017 C{i}" for i in range(1, 5))
 
 
@@ -67,6 +72,7 @@ class Rule:
     # The AuditOptions field that must be on for the rule to run (the causality probes cost
     # seconds of CPU; the smoke import runs code). With it off the rule is "not checked".
     needs_option: str | None = None
+    level: str = ""  # ILLEGAL or NEEDS_ACTION; every row states it
 
     @property
     def primary_source(self) -> str:
@@ -98,6 +104,8 @@ def rules(*rows: Rule) -> tuple[Rule, ...]:
     for row in rows:
         if row.id in ROWS:
             raise ValueError(f"rule {row.id} is registered twice")
+        if row.level not in (ILLEGAL, NEEDS_ACTION):
+            raise ValueError(f"rule {row.id} states no level (ILLEGAL or NEEDS_ACTION)")
         ROWS[row.id] = row
     return rows
 

@@ -27,13 +27,13 @@ def rules_table() -> str:
         for rule in catalogue.RULES:
             if rule.family == family:
                 status = "" if rule.id in registry.CHECKS else "  (not checked by this version)"
-                lines.append(f"  {rule.id:<28} {rule.severity!s:<4}  {rule.summary}{status}")
+                lines.append(f"  {rule.id:<28} {rule.severity!s:<4}  {rule.level:<12}  {rule.summary}{status}")
     return "\n".join(lines) + "\n"
 
 
 def explain(rule_id: str) -> str:
     rule = catalogue.get(rule_id)
-    out = [f"{rule.id} ({rule.severity}, {rule.family})", "", rule.summary, ""]
+    out = [f"{rule.id} ({rule.severity}, blocks as {rule.level}, {rule.family})", "", rule.summary, ""]
     if rule.conditions:
         out.append("Conditions: " + ", ".join(rule.conditions))
     out.append("Sources:")
@@ -51,7 +51,7 @@ def print_report(report: AuditReport) -> None:
     for r in report.submissions:
         sub = r.submission
         verdict = r.verdict(o.strict)
-        style = {"FAIL": "bold red", "WARN": "bold yellow", "PASS": "bold green"}[verdict]
+        style = {"ILLEGAL": "bold red", "NEEDS_ACTION": "bold yellow", "PASS": "bold green"}[verdict]
         console.print()
         console.print(Text.assemble((verdict, style), "  ", (str(sub.root), "bold")))
         console.print(f"[dim]track {sub.track} ({sub.track_origin})[/]")

@@ -1,9 +1,9 @@
 """Start a new rule: its row, documentation stub and check in its family's home, and the fixtures
 or tests that will prove it.
 
-    python scripts/new_rule.py ANSWER_PEEK --family legality --severity FAIL \
+    python scripts/new_rule.py ANSWER_PEEK --family legality --severity FAIL --level ILLEGAL \
         --summary "No score reads the answer before predicting it." --condition C1
-    python scripts/new_rule.py LOG_TRUNCATED --family metadata --severity WARN \
+    python scripts/new_rule.py LOG_TRUNCATED --family metadata --severity WARN --level NEEDS_ACTION \
         --summary "Every seed's log reaches its final score line."
 
 A legality rule gets its own module in audits/rules/legality/ (registered in the package's
@@ -40,21 +40,23 @@ DOC = '''    """What it checks: TODO.
     """'''
 
 
-def row(rule_id: str, severity: str, family: str, summary: str, conditions: list[str]) -> str:
+def row(rule_id: str, severity: str, level: str, family: str, summary: str,
+        conditions: list[str]) -> str:
     conds = f", ({', '.join(conditions)},)" if conditions else ""
     return (f'    Rule("{rule_id}", {severity}, "{family}",\n'
             f'         {summary!r},\n'
-            f'         (pgolf("TODO: the source this rule rests on"),){conds}),\n')
+            f'         (pgolf("TODO: the source this rule rests on"),){conds}, level={level}),\n')
 
 
-def legality_module(rule_id: str, severity: str, summary: str, conditions: list[str]) -> str:
-    names = sorted({"Rule", "check", "pgolf", "rules", severity, *conditions},
+def legality_module(rule_id: str, severity: str, level: str, summary: str,
+                    conditions: list[str]) -> str:
+    names = sorted({"Rule", "check", "pgolf", "rules", severity, level, *conditions},
                    key=lambda s: (s[0].islower(), s))
     return (f'"""{rule_id}: the rule, its words and its check."""\n\n'
             "from __future__ import annotations\n\n"
             f"from audits.registry import {', '.join(names)}\n"
             "from audits.rules.legality.evidence import findings\n\n"
-            f"RULES = rules(\n{row(rule_id, severity, 'legality', summary, conditions)})\n\n\n"
+            f"RULES = rules(\n{row(rule_id, severity, level, 'legality', summary, conditions)})\n\n\n"
             f'@check("{rule_id}")\n'
             f"def {rule_id.lower()}(sub, options):\n{DOC}\n"
             f'    yield from findings(sub, "{rule_id}")\n')
@@ -95,6 +97,9 @@ def main() -> int:
     parser.add_argument("rule_id", help="UPPER_SNAKE_CASE, never used before")
     parser.add_argument("--family", required=True, choices=FAMILIES)
     parser.add_argument("--severity", required=True, choices=("FAIL", "WARN"))
+    parser.add_argument("--level", required=True, choices=("ILLEGAL", "NEEDS_ACTION"),
+                        help="the verdict a blocking finding pushes toward: ILLEGAL when the claimed "
+                        "score is invalid, NEEDS_ACTION when the author must fix something first")
     parser.add_argument("--summary", required=True, help="one sentence: what a legal submission does")
     parser.add_argument("--condition", action="append", default=[], choices=("C1", "C2", "C3", "C4"),
                         help="a #1017 condition the rule tests (repeatable)")
@@ -107,7 +112,7 @@ def main() -> int:
     name = rule_id.lower()
     if args.family == "legality":
         write_new(RULES / "legality" / f"{name}.py",
-                  legality_module(rule_id, args.severity, args.summary, args.condition))
+                  legality_module(rule_id, args.severity, args.level, args.summary, args.condition))
         init = RULES / "legality" / "__init__.py"
         text = init.read_text()
         init.write_text(text.replace("\n)\n", f"\n    {name},\n)\n", 1))
@@ -121,8 +126,8 @@ def main() -> int:
     head, sep, tail = text.partition("\n)\n")  # the end of the family's RULES = rules(...) block
     if not sep:
         raise SystemExit(f"error: no `RULES = rules(...)` block in {module.relative_to(ROOT)}")
-    module.write_text(head + "\n" + row(rule_id, args.severity, args.family, args.summary,
-                                        args.condition).rstrip("\n") + sep + tail.rstrip("\n")
+    module.write_text(head + "\n" + row(rule_id, args.severity, args.level, args.family,
+                                        args.summary, args.condition).rstrip("\n") + sep + tail.rstrip("\n")
                       + family_check(rule_id))
     print(f"added the row and a check stub to {module.relative_to(ROOT)} (import what it names)")
     write_new(ROOT / "tests" / "audits" / "rules" / f"test_{name}.py", family_test(rule_id, args.family))

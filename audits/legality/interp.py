@@ -145,8 +145,10 @@ class FunctionWalk:
             if has_data(taint) and MODEL not in taint:
                 by_base.setdefault(base, []).append((node, shape))
         for items in by_base.values():
+            by_position = any(shapes.context_by_position(shape) for _, shape in items)
             for node, shape in items:
-                if any(shapes.one_later(shape, other) for _, other in items):
+                if any(shapes.one_later(shape, other) for _, other in items) \
+                        or (by_position and shapes.next_position(shape)):
                     found.add(id(node))
         return found
 
@@ -375,7 +377,13 @@ class FunctionWalk:
             if is_for:
                 self.bind(node.target, operators.as_bytes(header) | {label})
             self.block(body, 0)
+            last = self.env
             self.env = env.join(entry, env.back_edge(self.env, entry, lid))
+        # After the loop, what its last iteration built from the scored tokens still holds them
+        # (keys precomputed per n-gram order, read in a second loop): only the next iteration
+        # sees them as context.
+        self.env = {name: taint | {TARGET} if TARGET in last.get(name, EMPTY) else taint
+                    for name, taint in self.env.items()}
         self.recording = recording
         if is_for and self.saw_piece:  # tokenizer pieces were read in the body: a byte table?
             table = shapes.piece_table_loop(node, lambda n: self.p.literal(self.rel, n))

@@ -33,6 +33,7 @@ class Verdict:
     other: Site | None = None  # the second operation it is judged against
     detail: str = ""  # what the reading names (the call, the serializer)
     settings: tuple[str, ...] = ()  # it runs only when these settings are not their defaults
+    ungated: Severity | None = None  # the severity it has when those settings are as the run set them
     side_script: bool = False  # in a script the entry point does not run
     unreachable: bool = False  # in code the entry point never reaches
 
@@ -49,8 +50,8 @@ def verdicts(events: list[Event], reachable: bool, hypothetical: bool = False,
         found = _event(event, resolved)
         settings = non_default(event)
         if settings:  # not run with the default settings: a reviewer asks whether it was on
-            found = [dataclasses.replace(v, severity=min(v.severity, WARN), settings=tuple(settings))
-                     for v in found]
+            found = [dataclasses.replace(v, severity=min(v.severity, WARN), settings=tuple(settings),
+                                         ungated=v.severity) for v in found]
         out += found
     if side_script:
         out = [dataclasses.replace(v, severity=INFO if v.rule == "NETWORK_AT_EVAL" else min(v.severity, WARN),
@@ -98,7 +99,9 @@ def _event(e: Event, resolved: set[int]) -> list[Verdict]:
 def _judgment(e: Event, resolved: set[int]) -> list[Verdict]:
     rule = e.detail
     if rule == "TRAIN_DATA_AT_EVAL":
-        if not (TRAIN in e.taint and _val(e.state)):
+        # An adaptation on the scored tokens that also trains on training data. A training step on
+        # training data alone, between periodic validation passes, is the baseline's schedule.
+        if not (TRAIN in e.taint and _val(e.taint) and _val(e.state)):
             return []
         return [Verdict(rule, "trains_while_scoring", FAIL, e.site, e.other)]
     if not (_val(e.taint) and _val(e.state)):

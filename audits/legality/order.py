@@ -209,7 +209,7 @@ def _pair(update: Event, score: Event, backpropagated: set, events: list[Event])
             return _verdict(update, score, loops, "again", events), True
         extra = data_roots(update.taint) - data_roots(score.taint)
         if loops and extra:  # the adaptation also reads data the scores do not: training data?
-            return Event("judgment", update.site, extra, score.taint, detail=TRAIN_AT_EVAL,
+            return Event("judgment", update.site, update.taint, score.taint, detail=TRAIN_AT_EVAL,
                          other=score.site, flags=switches(update, score)), True
         return None, True
     if not fresh:
@@ -229,9 +229,10 @@ def _verdict(update: Event, score: Event, loops: tuple, how: str, events: list[E
                        {how})
     if ("train",) in update.taint and ("train",) not in score.taint:
         return verdict(TRAIN_AT_EVAL, {how})
+    # Parameters made anew for each window are SLOT, also when they start from the last window's
+    # values (a warm start); a tensor kept across windows is ETLB.
     inside, tensor = _made_inside(update.state, loops[-1])
-    warm = ("prev", loops[-1]) in update.state  # started from the last window's values
-    rule = SLOT if inside and not warm else ETLB if tensor else TTT
+    rule = SLOT if inside else ETLB if tensor else TTT
     flags = {how}
     if rule in (SLOT, ETLB) and _context_only(update, score):
         flags.add("context_only")

@@ -58,6 +58,15 @@ def _bound(expr: cst.BaseExpression | None, code, end: bool) -> tuple[str, int]:
     return (imports.dotted(expr) or code(expr), 0)
 
 
+def _before(expr: cst.BaseExpression) -> str | None:
+    """`p - (w - k)`: a position some computed distance before `p` (a context token of an n-gram
+    window read from the flat token array); None for any other index."""
+    if (isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Subtract)
+            and not isinstance(expr.right, cst.Integer)):
+        return imports.dotted(expr.left)
+    return None
+
+
 def index_shape(sub: cst.Subscript, code) -> list[tuple]:
     """Per subscript element: ("all",), ("slice", lower, upper) or ("index", bound)."""
     shape = []
@@ -68,6 +77,8 @@ def index_shape(sub: cst.Subscript, code) -> list[tuple]:
                 shape.append(("all",))
             else:
                 shape.append(("slice", _bound(s.lower, code, False), _bound(s.upper, code, True)))
+        elif isinstance(s, cst.Index) and _before(s.value) is not None:
+            shape.append(("index_before", _before(s.value)))
         elif isinstance(s, cst.Index):
             shape.append(("index", _bound(s.value, code, False)))
         else:
@@ -77,8 +88,8 @@ def index_shape(sub: cst.Subscript, code) -> list[tuple]:
 
 def one_later(later: list[tuple], earlier: list[tuple]) -> bool:
     """Does `later` select the positions one after those `earlier` selects (targets vs inputs:
-    `t[1:]` vs `t[:-1]`, `t[s+1:e+1]` vs `t[s:e]`, `t[p]` vs `t[p-k:p]`)? Same rank, all other
-    elements equal."""
+    `t[1:]` vs `t[:-1]`, `t[s+1:e+1]` vs `t[s:e]`, `t[p]` vs `t[p-k:p]`, `t[p]` vs the context
+    tokens `t[p - (w - k)]` of an n-gram window)? Same rank, all other elements equal."""
     if len(later) != len(earlier) or later == earlier:
         return False
     differing = [(a, b) for a, b in zip(later, earlier) if a != b]
@@ -90,7 +101,20 @@ def one_later(later: list[tuple], earlier: list[tuple]) -> bool:
         return la[0] == lb[0] and ua[0] == ub[0] and la[1] == lb[1] + 1 and ua[1] == ub[1] + 1
     if a[0] == "index" and b[0] == "slice":
         return a[1] == b[2]
+    if a[0] == "index" and b[0] == "index_before":
+        return b[1] is not None and a[1] == (b[1], 0)
     return False
+
+
+def context_by_position(shape: list[tuple]) -> bool:
+    """`t[p - (w - k)]`: n-gram context tokens read by position from the flat token array."""
+    return any(part[0] == "index_before" for part in shape)
+
+
+def next_position(shape: list[tuple]) -> bool:
+    """`t[p + 1]`: the token one or more positions after `p`. In code that reads its n-gram
+    contexts by position from the same array, that is the token being predicted at `p`."""
+    return len(shape) == 1 and shape[0][0] == "index" and shape[0][1][0] != "" and shape[0][1][1] >= 1
 
 
 def previous_positions(node: cst.Subscript) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from audits.engine import AuditReport
+from audits.report.paths import repo_file
 
 _LEVEL = {"FAIL": "error", "WARN": "warning", "INFO": "notice"}
 
@@ -17,20 +18,25 @@ def _escape(text: str, prop: bool = False) -> str:
 def render_github(report: AuditReport) -> str:
     out = []
     for r in report.submissions:
-        base = r.submission.repo_rel or str(r.submission.root)
-        for f in r.findings:
+        sub = r.submission
+        out.append(f"::notice title=pgolf verdict::{_escape(sub.name)}: "
+                   f"{r.verdict(report.options.strict)}")
+        for f in r.findings:  # the deciding finding first
             if f.waived:
                 continue
             props = [f"title={_escape('pgolf ' + f.rule, True)}"]
-            if f.file:
-                path = base.rstrip("/") + "/" + f.file if f.file != "." else base
+            message = f.message
+            path = repo_file(sub, f)
+            if path is not None:
+                if sub.repo_rel is None:  # no --base: the folder's path as given
+                    path = str(sub.root) if f.file == "." else f"{sub.root}/{f.file}"
                 props.insert(0, f"file={_escape(path, True)}")
-                if f.line:
+                if f.line and f.via is None:
                     props.insert(1, f"line={f.line}")
-            message = f.message + (f" (fix: {f.hint})" if f.hint and str(f.severity) != "INFO" else "")
+                elif f.line:  # the line is in the unwrapped source, not in the shipped file
+                    message += f" ({f.via})"
+            message += f" (fix: {f.hint})" if f.hint and str(f.severity) != "INFO" else ""
             out.append(f"::{_LEVEL[str(f.severity)]} {','.join(props)}::{_escape(message)}")
         for error in r.errors:
             out.append(f"::error title=pgolf internal error::{_escape(error)}")
-        out.append(f"::notice title=pgolf verdict::{_escape(r.submission.name)}: "
-                   f"{r.verdict(report.options.strict)}")
     return "\n".join(out) + "\n"

@@ -6,10 +6,10 @@ import json
 import math
 
 from audits import __version__
-from audits.engine import AuditReport, SubmissionReport
+from audits.engine import AuditReport, SubmissionReport, level_of
 from audits.submission import runs
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: verdict ILLEGAL / NEEDS_ACTION / PASS, findings carry their level
 
 
 def _clean(value):
@@ -26,7 +26,8 @@ def _clean(value):
 def submission_dict(r: SubmissionReport, strict: bool) -> dict:
     sub = r.submission
     seeds = [runs.seed_row(log) for log in sub.logs]
-    scored = [row["val_bpb"] for row in seeds if row["completed"] and row["val_bpb"] is not None]
+    # one run per seed: an ablation or a rerun of a seed is listed, not averaged in
+    scored = [log.parsed.score.val_bpb for log in runs.headline_logs(sub).values()]
     return {
         "path": str(sub.root),
         "name": sub.name,
@@ -35,7 +36,7 @@ def submission_dict(r: SubmissionReport, strict: bool) -> dict:
         "verdict": r.verdict(strict),
         "val_bpb_mean": sum(scored) / len(scored) if scored else None,
         "seeds": seeds,
-        "findings": [f.to_json() for f in r.findings],
+        "findings": [dict(f.to_json(), level=level_of(f, strict)) for f in r.findings],
         "waived": sorted({f.rule for f in r.findings if f.waived}),
         "errors": r.errors,
     }

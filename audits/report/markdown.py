@@ -28,7 +28,7 @@ def _verdict_line(r, strict: bool) -> str:
     fails, warns, notes = c[Severity.FAIL], c[Severity.WARN], c[Severity.INFO]
     parts = [f"{fails} failure{'s' if fails != 1 else ''}", f"{warns} warning{'s' if warns != 1 else ''}",
              f"{notes} note{'s' if notes != 1 else ''}"]
-    rules = sorted({f.rule for f in active if f.severity > Severity.INFO})
+    rules = list(dict.fromkeys(f.rule for f in active if f.severity > Severity.INFO))  # deciding first
     failing = f" ({', '.join(f'`{rule}`' for rule in rules)})" if rules else ""
     return f"**Verdict: {r.verdict(strict)}** - {', '.join(parts)}{failing}."
 

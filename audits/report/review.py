@@ -16,11 +16,11 @@ from audits.compliance import condition_results, rule_results, unchecked_lines
 from audits.context import AuditOptions
 from audits.engine import AuditReport, SubmissionReport
 from audits.findings import Finding, Severity
+from audits.report.paths import REPO_PATH_RULES, repo_location
 from audits.stats import mean, sample_var
 from audits.submission import LOG_LIMIT, Submission, read_bounded, runs
 
 SMOKE_RULES = ("IMPORT_FAIL", "IMPORT_STUB_LIMIT")  # the smoke import reports a pass as an IMPORT_FAIL INFO
-REPO_PATH_RULES = {"LAYOUT_NOT_SINGLE_FOLDER"}  # their findings name paths in the repository
 EXCERPT_CONTEXT = 2  # lines shown before and after a finding's line
 EXCERPT_WIDTH = 160  # longer lines (a wrapper's payload) are cut
 
@@ -44,7 +44,7 @@ def _submission(r: SubmissionReport, o: AuditOptions) -> str:
     verdict = r.verdict(o.strict)
     if r.errors:
         verdict = "ERROR"
-    failing = sorted({f.rule for f in active if f.severity == Severity.FAIL})
+    failing = list(dict.fromkeys(f.rule for f in active if f.severity == Severity.FAIL))  # deciding first
     line = (f"**pgolf review: {verdict}** for `{_title(sub)}`: {counts[Severity.FAIL]} FAIL, "
             f"{counts[Severity.WARN]} WARN, {counts[Severity.INFO]} INFO"
             + (f" (failing: {', '.join(f'`{x}`' for x in failing)})" if failing else "") + ".")
@@ -57,7 +57,7 @@ def _submission(r: SubmissionReport, o: AuditOptions) -> str:
     notes = [f for f in active if f.severity == Severity.INFO]
     if notes:
         out += ["", "<details><summary>Noted (INFO)</summary>", ""]
-        out += [f"- `{f.rule}`" + (f" at `{_where(sub, f)}`" if f.file else "") + f": {f.message}"
+        out += [f"- `{f.rule}`" + (f" at `{repo_location(sub, f)}`" if f.file else "") + f": {f.message}"
                 for f in notes]
         out += ["", "</details>"]
     waived = [f for f in r.findings if f.waived is not None]
@@ -70,7 +70,8 @@ def _submission(r: SubmissionReport, o: AuditOptions) -> str:
 
 
 def _bpb(sub: Submission) -> str:
-    scored = [(log, log.parsed.score) for log in sorted(runs.completed_logs(sub), key=lambda l: l.rel)]
+    headline = runs.headline_logs(sub).values()  # one run per seed: reruns and ablations apart
+    scored = [(log, log.parsed.score) for log in sorted(headline, key=lambda l: l.rel)]
     scored = [(log, s) for log, s in scored if math.isfinite(s.val_bpb)]
     claim = sub.claims.val_bpb if sub.claims is not None else None
     claimed = (f"submission.json claims **{claim}**" if claim is not None
@@ -99,17 +100,9 @@ def _compliance(r: SubmissionReport, o: AuditOptions) -> str:
     return "\n".join(out)
 
 
-def _where(sub: Submission, f: Finding) -> str:
-    """file:line as a reviewer finds it: with --base, relative to the repository."""
-    location = f.location()
-    if not sub.repo_rel or not f.file or f.rule in REPO_PATH_RULES:
-        return location
-    return sub.repo_rel if f.file == "." else f"{sub.repo_rel}/{location}"
-
-
 def _finding(sub: Submission, f: Finding) -> str:
     rule = catalogue.get(f.rule)
-    head = f"#### {f.severity} `{f.rule}`" + (f" at `{_where(sub, f)}`" if f.file else "")
+    head = f"#### {f.severity} `{f.rule}`" + (f" at `{repo_location(sub, f)}`" if f.file else "")
     out = [head, "", f.message + "."]
     if f.via:
         out.append(f"(The line is {f.via}.)")

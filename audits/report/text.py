@@ -45,7 +45,10 @@ def render_text(report: AuditReport) -> str:
         out.append("")
         out.append(f"{sub.root}")
         out.append(f"  track: {sub.track} ({sub.track_origin})")
-        out.append(f"  verdict: {r.verdict(o.strict)}")
+        deciding = r.deciding(o.strict)
+        out.append(f"  verdict: {r.verdict(o.strict)}" + (
+            f" ({deciding.rule}{' at ' + deciding.location() if deciding.location() else ''})"
+            if deciding else ""))
         if sub.logs:
             out.append("")
             out.extend("  " + line for line in _columns(seed_table(sub)))

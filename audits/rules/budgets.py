@@ -6,27 +6,28 @@ import math
 
 from audits.context import CAP_BYTES, EVAL_BUDGET_MS, TRAIN_BUDGET_MS
 from audits.findings import Severity
-from audits.registry import FAIL, WARN, Rule, check, found, issue, pr, readme, rules
+from audits.registry import FAIL, ILLEGAL, WARN, Rule, check, found, issue, pr, readme, rules
 from audits.submission import codesize, runs
+from audits.submission.logparse import Value
 
 RULES = rules(
     Rule("ARTIFACT_OVER_CAP", FAIL, "budgets",
          "Compressed model bytes + code bytes stay at or under 16,000,000 on every seed (code "
          "counted as the smallest self-extracting form pgolf can build).",
          (readme("FAQ, artifact size"), pr(1530, "compressed-code counting merged"), pr(1399),
-          pr(1959))),
+          pr(1959)), level=ILLEGAL),
     Rule("ARTIFACT_LITERAL_OVER_CAP", WARN, "budgets",
          "Model bytes + raw bytes of every shipped code file stay at or under 16,000,000.",
-         (readme("FAQ, artifact size"),)),
+         (readme("FAQ, artifact size"),), level=ILLEGAL),
     Rule("TRAIN_OVER_BUDGET", FAIL, "budgets",
-         "Training takes at most 600 s on every seed.",
-         (readme("Rules, 10 minutes on 8xH100"),)),
+         "Record track: training takes at most 600 s on every seed.",
+         (readme("Rules, 10 minutes on 8xH100"),), level=ILLEGAL),
     Rule("GPTQ_CALIB_AFTER_BUDGET", FAIL, "budgets",
          "Quantization calibration that reads training data finishes inside the 600 s window.",
-         (issue(677), pr(593), pr(1868, "compliance re-run with a reserve"))),
+         (issue(677), pr(593), pr(1868, "compliance re-run with a reserve")), level=ILLEGAL),
     Rule("EVAL_OVER_BUDGET", FAIL, "budgets",
-         "Evaluation takes at most 600 s on every seed.",
-         (readme("FAQ, evaluation time"), pr(1399))),
+         "Record track: evaluation takes at most 600 s on every seed.",
+         (readme("FAQ, evaluation time"), pr(1399)), level=ILLEGAL),
 )
 
 
@@ -35,8 +36,9 @@ def _code_bytes(sub, log):
     """Counted code bytes and how they were obtained: from the shipped scripts when present
     (smallest self-extracting form), else from the log's own code-size line."""
     if sub.scripts:
-        total = sum(codesize.counted_bytes(s.data, s.source) for s in sub.scripts.values())
-        return total, f"{len(sub.scripts)} shipped .py file(s), smallest self-extracting form"
+        scripts = codesize.code_that_runs(sub)
+        total = sum(codesize.counted_bytes(s.data, s.source) for s in scripts)
+        return total, f"{', '.join(s.rel for s in scripts)}, smallest self-extracting form"
     p = log.parsed
     value = p.code_bytes_compressed or p.code_bytes
     if value is not None:
@@ -46,7 +48,8 @@ def _code_bytes(sub, log):
 
 def _literal_code_bytes(sub, log):
     if sub.scripts:
-        return sum(len(s.data) for s in sub.scripts.values()), "raw bytes of the shipped .py files"
+        scripts = codesize.code_that_runs(sub)
+        return sum(len(s.data) for s in scripts), f"raw bytes of {', '.join(s.rel for s in scripts)}"
     p = log.parsed
     value = p.code_bytes_uncompressed or p.code_bytes
     if value is not None:
@@ -58,9 +61,11 @@ def _literal_code_bytes(sub, log):
 def artifact_over_cap(sub, options):
     """What it checks: for every seed, compressed model bytes (the log's `Serialized model
     <method>: N bytes` line) plus code bytes stay at or under 16,000,000 (decimal). Code bytes are
-    the smallest self-extracting form pgolf builds of each shipped .py file (token-level minify,
+    the smallest self-extracting form pgolf builds of each .py file the submission runs (the entry
+    script, the files its wrapper decodes, the sibling modules it imports; token-level minify,
     lzma, base85 wrapper) or the file as shipped if smaller; without shipped code, the log's own
-    code size. Also fails when the log's own `Total submission size` is over the cap.
+    code size. A readable copy of a wrapped script or a data-preparation script is not run, so it
+    is not counted. Also fails when the log's own `Total submission size` is over the cap.
 
     Why it matters: the cap is the challenge's central constraint. Organizers merged records that
     count code in its compressed self-extracting form (PR #1530 onward) and refused ones over the
@@ -127,6 +132,13 @@ def artifact_literal_over_cap(sub, options):
                         "(`pgolf package` does this by default).")
 
 
+def _no_time_limit(rule: str, what: str, value_ms: float, log, line, text):
+    """The non-record track has no 600 s limit: the time is noted, never blocked on."""
+    return found(rule, f"{log.rel}: {what} took {value_ms / 1000:.1f} s; the non-record track has "
+                 "no 600 s limit", severity=Severity.INFO, file=log.rel, line=line or None,
+                 evidence=text)
+
+
 # A script that stops itself at the cap ends the step in flight first; merged records overshoot by
 # up to ~140 ms, and a 602 s run was a problem, so one second is allowed after a wallclock stop.
 STOP_OVERSHOOT_MS = 1000
@@ -134,7 +146,7 @@ STOP_OVERSHOOT_MS = 1000
 
 @check("TRAIN_OVER_BUDGET")
 def train_over_budget(sub, options):
-    """What it checks: training time on every log is at most 600,000 ms, read from the
+    """What it checks: on the record track, training time on every log is at most 600,000 ms, read from the
     `stopping_early: wallclock_cap train_time:...` line or else the last step line. A script that
     stops itself at the cap finishes the step in flight, so after such a stop line up to one second
     of overshoot is noted (INFO), not failed; the baseline itself stopped at 600,038 ms.
@@ -148,12 +160,17 @@ def train_over_budget(sub, options):
     Legal: 600,128 ms at a wallclock stop; 588,047 ms with a 12 s GPTQ reserve.
 
     Known limits: logs that print minutes (`train_time: 9.7m`) are read to 0.1 minute; the stop
-    line, when present, is exact.
+    line, when present, is exact. The non-record track has no time limit (a 4-hour baseline was
+    merged there): a long run there is noted (INFO).
     """
     for log in runs.completed_logs(sub):
         p = log.parsed
         t = p.train_time_ms
         if t is None:
+            continue
+        if not sub.record_track:
+            if t.value > TRAIN_BUDGET_MS:
+                yield _no_time_limit("TRAIN_OVER_BUDGET", "training", t.value, log, t.line, t.text)
             continue
         allowed = STOP_OVERSHOOT_MS if p.stop is not None else 0
         if t.value > TRAIN_BUDGET_MS + allowed:
@@ -168,8 +185,8 @@ def train_over_budget(sub, options):
 
 @check("GPTQ_CALIB_AFTER_BUDGET")
 def gptq_calib_after_budget(sub, options):
-    """What it checks: quantization calibration that reads training data (GPTQ Hessians from
-    training batches) finishes inside the 600 s training window: the stop time plus the logged
+    """What it checks: on the record track, quantization calibration that reads training data
+    (GPTQ Hessians from training batches) finishes inside the 600 s training window: the stop time plus the logged
     Hessian time is at most 600 s. Calibration on self-generated text reads no training data and
     passes.
 
@@ -187,6 +204,8 @@ def gptq_calib_after_budget(sub, options):
     Known limits: decided from log lines; what the calibration reads is checked in the code by
     GPTQ_CALIB_ON_VAL.
     """
+    if not sub.record_track:
+        return  # no training window to stay inside
     for log in runs.completed_logs(sub):
         p = log.parsed
         if p.hessians is None or p.calibration != "train":
@@ -213,9 +232,25 @@ def gptq_calib_after_budget(sub, options):
                         hint=f"Reserve at least {math.ceil(reserve + over + 1)} s (GPTQ_RESERVE_SECONDS).")
 
 
+def _with_claimed_phase(p, claim: float | None):
+    """The log's evaluation time, plus a phase its name calls a diagnostic (`pre_quant_...`) when
+    that phase's score is the one submission.json claims: the claimed score was evaluated."""
+    t = p.eval_time_ms
+    if claim is None or p.total_eval_time_ms is not None:
+        return t
+    claimed = [m for m in p.metrics if m.kind == "diagnostic" and m.eval_time_ms is not None
+               and abs(m.val_bpb - claim) <= max(1e-4, 0.5 * 10.0 ** -m.decimals)]
+    if not claimed:
+        return t
+    m = claimed[-1]
+    total = (t.value if t is not None else 0) + m.eval_time_ms
+    return Value(total, m.line, f"{t.text + ' + ' if t is not None else ''}{m.base} {m.eval_time_ms:.0f}ms "
+                 "(the claimed score)")
+
+
 @check("EVAL_OVER_BUDGET")
 def eval_over_budget(sub, options):
-    """What it checks: evaluation time on every log is at most 600 s: the log's
+    """What it checks: on the record track, evaluation time on every log is at most 600 s: the log's
     `total_eval_time:` when printed, else the sum of the eval times of its scored phases
     (roundtrip, sliding window, TTT...; a metric and its `_exact` twin count once; pre-quantization
     diagnostics do not count).
@@ -225,14 +260,21 @@ def eval_over_budget(sub, options):
 
     Illegal: `legal_ttt ... eval_time:650000ms`.
 
+    Also illegal: a phase the log names a diagnostic (`pre_quant_sliding_window ...
+    eval_time:65808175ms`) whose score is the one submission.json claims.
+
     Legal: roundtrip 6.6 s + sliding 74.1 s + TTT 410.3 s = 491 s.
 
     Known limits: compile warmups that the log does not time are not counted (organizers accepted
-    that in PR #1855).
+    that in PR #1855). The non-record track has no time limit: a long evaluation there is noted
+    (INFO).
     """
+    claim = sub.claims.val_bpb if sub.claims is not None else None
     for log in runs.completed_logs(sub):
-        t = log.parsed.eval_time_ms
-        if t is not None and t.value > EVAL_BUDGET_MS:
+        t = _with_claimed_phase(log.parsed, claim)
+        if t is not None and t.value > EVAL_BUDGET_MS and not sub.record_track:
+            yield _no_time_limit("EVAL_OVER_BUDGET", "evaluation", t.value, log, t.line, t.text)
+        elif t is not None and t.value > EVAL_BUDGET_MS:
             yield found("EVAL_OVER_BUDGET", f"{log.rel}: evaluation took {t.value / 1000:.1f} s, "
                         f"{(t.value - EVAL_BUDGET_MS) / 1000:.1f} s over the 600 s budget",
                         file=log.rel, line=t.line, evidence=t.text,

@@ -6,20 +6,20 @@ every other."""
 
 from __future__ import annotations
 
-from audits.registry import FAIL, WARN, Rule, check, found, pgolf, rules
+from audits.registry import FAIL, NEEDS_ACTION, WARN, Rule, check, found, pgolf, rules
 
 RULES = rules(
     Rule("FILE_UNREADABLE", WARN, "input",
          "Every file pgolf has to read is text of a sane size.",
          (pgolf("a binary, oversized or undecodable file where text is expected cannot be "
-                "audited, so the report says so instead of guessing"),)),
+                "audited, so the report says so instead of guessing"),), level=NEEDS_ACTION),
     Rule("SYMLINK_OUTSIDE", FAIL, "input",
          "No symbolic link points outside the submission folder.",
          (pgolf("a link out of the folder ships something the folder does not contain; pgolf "
-                "never follows it"),)),
+                "never follows it"),), level=NEEDS_ACTION),
     Rule("BAD_FILENAME", WARN, "input",
          "File names have no control characters, newlines or spaces.",
-         (pgolf("such names break git tooling and review"),)),
+         (pgolf("such names break git tooling and review"),), level=NEEDS_ACTION),
 )
 
 

@@ -6,7 +6,7 @@ import datetime
 import re
 
 from audits.findings import Severity
-from audits.registry import FAIL, WARN, Rule, check, found, pr, readme, rules
+from audits.registry import FAIL, NEEDS_ACTION, WARN, Rule, check, found, pr, readme, rules
 from audits.submission import ENTRY_SCRIPT, TRACKS, display_name
 
 RULES = rules(
@@ -14,18 +14,19 @@ RULES = rules(
          "The change adds exactly one folder under records/track_10min_16mb/ or "
          "records/track_non_record_16mb/ and touches nothing else.",
          (readme("Submission Process"), pr(1204, "its merge deleted another record"),
-          pr(1143), pr(1289), pr(1319))),
+          pr(1143), pr(1289), pr(1319)), level=NEEDS_ACTION),
     Rule("FOLDER_NAME", WARN, "layout",
          "The folder is named YYYY-MM-DD_description, with a real date and no spaces.",
-         (pr(1667, "renamed on review"),)),
+         (pr(1667, "renamed on review"),), level=NEEDS_ACTION),
     Rule("MISSING_FILES", FAIL, "layout",
          "README.md, submission.json, at least one train log and the entry script are present.",
-         (readme("Submission Process"),)),
+         (readme("Submission Process"),), level=NEEDS_ACTION),
 )
 
 
 _TRACK_DIRS = tuple(f"records/{name}/" for name in TRACKS)
 _FOLDER = re.compile(r"^(\d{4})-(\d{2})-(\d{2})_(\S+)$")
+_CLAIMS_VARIANT = re.compile(r"^submission[-_.\w]*\.json$", re.I)  # submission_ternary.json
 
 
 @check("LAYOUT_NOT_SINGLE_FOLDER")
@@ -121,21 +122,38 @@ def missing_files(sub, options):
     Why it matters: the README's Submission Process lists these four; "submissions without the full
     set of requirements will not be accepted".
 
-    Illegal: a folder with only a log; results without the script that produced them.
+    Illegal: a folder with only a log; results without the script that produced them; a
+    record-track folder with no train log.
 
     Legal: the four present; extra helper files are fine.
+
+    Warned, as merged records predate the convention: the metadata under another name
+    (`submission_ternary.json`) or the script under another name (`train_gpt_cuda_ternary.py`) on
+    the record track; no train log on the non-record track (studies were merged without one).
 
     Known limits: a train log is any .log/.txt file with recognisable log lines; an empty or
     unrelated text file does not count.
     """
-    wanted = [("README.md", sub.has_file("README.md")),
-              ("submission.json", sub.has_file("submission.json"))]
+    hint = "Add it to the folder; `pgolf package` builds all four from the runs."
+    if not sub.has_file("README.md"):
+        yield found("MISSING_FILES", "missing README.md", hint=hint)
+    if not sub.has_file("submission.json"):
+        named = sorted(e.rel for e in sub.entries if e.kind == "file" and _CLAIMS_VARIANT.match(e.rel))
+        if named:
+            yield found("MISSING_FILES", f"no submission.json; the metadata is in {named[0]}",
+                        severity=Severity.WARN, file=named[0], hint="Rename it to submission.json.")
+        else:
+            yield found("MISSING_FILES", "missing submission.json", hint=hint)
     if not sub.logs:
-        wanted.append(("a train log (*.log or *.txt with the run's output)", False))
-    top_level_py = [rel for rel in sub.scripts if "/" not in rel]
-    has_entry = ENTRY_SCRIPT in sub.scripts or (not sub.record_track and top_level_py)
-    wanted.append((ENTRY_SCRIPT, has_entry))
-    for name, present in wanted:
-        if not present:
-            yield found("MISSING_FILES", f"missing {name}",
-                        hint="Add it to the folder; `pgolf package` builds all four from the runs.")
+        yield found("MISSING_FILES", "missing a train log (*.log or *.txt with the run's output)"
+                    + ("" if sub.record_track else "; the non-record track merged studies without one"),
+                    severity=None if sub.record_track else Severity.WARN, hint=hint)
+    top_level_py = sorted(rel for rel in sub.scripts if "/" not in rel)
+    if ENTRY_SCRIPT in sub.scripts or (top_level_py and not sub.record_track):
+        return
+    if top_level_py:
+        yield found("MISSING_FILES", f"no {ENTRY_SCRIPT}; the script is named {top_level_py[0]}",
+                    severity=Severity.WARN, file=top_level_py[0],
+                    hint=f"Rename the entry script to {ENTRY_SCRIPT}.")
+    else:
+        yield found("MISSING_FILES", f"missing {ENTRY_SCRIPT}", hint=hint)

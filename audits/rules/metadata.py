@@ -5,25 +5,25 @@ from __future__ import annotations
 import hashlib
 
 from audits.findings import Severity
-from audits.registry import FAIL, WARN, Rule, check, found, pgolf, readme, rules
+from audits.registry import FAIL, NEEDS_ACTION, WARN, Rule, check, found, pgolf, readme, rules
 from audits.stats import mean
 from audits.submission import ENTRY_SCRIPT, runs
 
 RULES = rules(
     Rule("SUBMISSION_JSON_INVALID", FAIL, "metadata",
          "submission.json parses as an object with author, github_id, name, date and val_bpb.",
-         (readme("Submission Process"),)),
+         (readme("Submission Process"),), level=NEEDS_ACTION),
     Rule("SUBMISSION_JSON_MISMATCH", FAIL, "metadata",
          "Claimed val_bpb, per-seed results and byte counts agree with what the logs show.",
-         (readme("Submission Process"),)),
+         (readme("Submission Process"),), level=NEEDS_ACTION),
     Rule("LOG_SOURCE_MISMATCH", FAIL, "metadata",
          "A log that embeds or names its script's source matches the shipped script.",
          (pgolf("a log whose embedded source differs from the shipped file was produced by other "
                 "code, so its numbers do not support this submission"),
-          readme("Submission Process"))),
+          readme("Submission Process")), level=NEEDS_ACTION),
     Rule("FEWER_THAN_3_SEEDS", WARN, "metadata",
          "Record track: at least 3 runs with distinct seeds, one log each, no duplicated log.",
-         (readme("Submission Process"),)),
+         (readme("Submission Process"),), level=NEEDS_ACTION),
 )
 
 
@@ -37,8 +37,10 @@ def submission_json_invalid(sub, options):
     leaderboard is built from these fields. Real files vary a lot (over 150 keys across merged
     records), so the check reads tolerantly and names exactly what is missing.
 
-    Illegal: a JSON array; `"val_bpb": "1.08"` (a string); no `github_id`; `mean_val_bpb` in place
-    of `val_bpb`.
+    Illegal: a JSON array, or text that is not JSON.
+
+    Warned: `"val_bpb": "1.08"` (a string); no `github_id`; `mean_val_bpb` in place of `val_bpb`,
+    `run_name` in place of `name`: early records were merged with such fields.
 
     Legal: the five keys present; any other keys are allowed.
 
@@ -47,10 +49,13 @@ def submission_json_invalid(sub, options):
     claims = sub.claims
     if claims is None:
         return
+    # A file that is not a JSON object cannot be read at all; a missing or renamed field is a
+    # warning: early records were merged with their own field names (`run_name`, `mean_val_bpb`).
+    severity = None if claims.data is None else Severity.WARN
     for problem in claims.problems:
         key = problem.split("'")[1] if problem.count("'") >= 2 else None
         yield found("SUBMISSION_JSON_INVALID", f"submission.json: {problem}", file="submission.json",
-                    line=claims.line_of(key) if key else None,
+                    line=claims.line_of(key) if key else None, severity=severity,
                     hint="Fix submission.json; `pgolf package` writes it from the logs.")
 
 
@@ -64,22 +69,6 @@ def _decimals_of(value: float) -> int:
     return len(text.split(".", 1)[1]) if "." in text and "e" not in text else 0
 
 
-def _chosen_logs(sub):
-    """One completed log per seed. When a seed has several (reruns, ablations), the one whose score
-    matches that seed's claim, else the one closest to the headline claim, else the first."""
-    claims = sub.claims
-    chosen = {}
-    for seed, logs in runs.by_seed(sub).items():
-        target = (claims.per_seed.get(seed) or {}).get("val_bpb") if claims else None
-        if target is None and claims is not None:
-            target = claims.val_bpb
-        if target is None:
-            chosen[seed] = logs[0]
-        else:
-            chosen[seed] = min(logs, key=lambda log: abs(log.parsed.score.val_bpb - target))
-    return chosen
-
-
 @check("SUBMISSION_JSON_MISMATCH")
 def submission_json_mismatch(sub, options):
     """What it checks: every number submission.json claims agrees with the logs: the headline
@@ -91,26 +80,40 @@ def submission_json_mismatch(sub, options):
     Why it matters: the leaderboard shows the claim; reviewers rejected submissions whose
     submission.json did not match the logs.
 
-    Illegal: `"val_bpb": 1.0800` with seed logs ending at 1.0812, 1.0815, 1.0809; a per-seed result
-    for a seed that has no log; `"bytes_total": 15900000` when the logs print 15,965,978.
+    Illegal: `"val_bpb": 1.0800` with seed logs ending at 1.0812, 1.0815, 1.0809 and no other
+    scored metric that averages 1.0800; a seed's `val_bpb` that no scored line of its log shows.
+
+    Warned (merged records carry such slips): `val_loss`, byte counts or step counts that differ
+    from the logs (`"bytes_total": 15900000` when the logs print 15,965,978); a result for a seed
+    that has no log; a headline that rests on seeds whose logs are not shipped.
 
     Legal: the mean of the final `_exact` scores, rounded to any precision within 1e-4.
 
-    Known limits: the final score is the last scored metric line of each log; a log that prints
-    its official score earlier and a diagnostic later would need a waiver.
+    Known limits: the final score is the last scored metric line of each log; a claim that is the
+    mean of another scored metric every log prints (the sliding-window score before a TTT phase)
+    is accepted as the author's choice of final score.
     """
     claims = sub.claims
     if claims is None or claims.data is None:
         return
-    chosen = _chosen_logs(sub)
+    chosen = runs.headline_logs(sub)
     scores = {seed: log.parsed.score for seed, log in chosen.items()}
+    unshipped = sorted(_claimed_seeds(claims) - set(chosen))
     if claims.val_bpb is not None and scores:
         got = mean([s.val_bpb for s in scores.values()])
         tol = _tolerance(_decimals_of(claims.val_bpb), *(s.decimals for s in scores.values()))
         where = ", ".join(f"{chosen[seed].rel}:{s.line} {s.val_bpb}" for seed, s in scores.items())
         single = [seed for seed, s in scores.items() if abs(s.val_bpb - claims.val_bpb) <= tol]
-        if abs(got - claims.val_bpb) <= tol:
+        if (abs(got - claims.val_bpb) <= tol or _other_metric_agrees(chosen, claims.val_bpb)
+                or _per_seed_claims_shown(sub, claims)):
             pass
+        elif unshipped:
+            yield found("SUBMISSION_JSON_MISMATCH",
+                        f"'{claims.val_bpb_key}' {claims.val_bpb} rests on seeds whose logs are not "
+                        f"shipped ({', '.join(map(str, unshipped))}); the shipped logs average "
+                        f"{got:.8f}", severity=Severity.WARN, file="submission.json",
+                        line=claims.line_of(claims.val_bpb_key), evidence=where,
+                        hint="Add every seed's log, so that the claim can be checked.")
         elif single and len(scores) > 1:
             seed = single[0]
             yield found("SUBMISSION_JSON_MISMATCH",
@@ -132,11 +135,51 @@ def submission_json_mismatch(sub, options):
             yield found("SUBMISSION_JSON_MISMATCH",
                         f"'val_loss' is {claims.val_loss} but the logs' final val_loss average {got:.8f}"
                         + (" (it is one seed's value)" if single else ""),
-                        severity=Severity.WARN if single and len(scores) > 1 else None,
-                        file="submission.json", line=claims.line_of("val_loss"),
+                        severity=Severity.WARN, file="submission.json", line=claims.line_of("val_loss"),
                         hint="Use the mean of the logs' final val_loss.")
     yield from _per_seed(sub, claims, chosen)
     yield from _bytes(sub, claims)
+
+
+def _claimed_seeds(claims) -> set[int]:
+    """The seeds submission.json names: its per-seed results and a plain `seeds` list."""
+    listed = claims.data.get("seeds") if isinstance(claims.data, dict) else None
+    seeds = set(claims.per_seed)
+    if isinstance(listed, list):
+        seeds |= {s for s in listed if isinstance(s, int) and not isinstance(s, bool)}
+    return seeds
+
+
+def _other_metric_agrees(chosen, claim: float) -> bool:
+    """Whether the claim is the mean of another scored metric every log prints (the sliding-window
+    score, when a later phase printed its own): the author chose which final score to report."""
+    logs = [log.parsed for log in chosen.values()]
+    common = set.intersection(*({m.base for m in p.metrics if m.kind == "scored"} for p in logs))
+    for base in common:
+        values = [[m for m in p.metrics if m.kind == "scored" and m.base == base][-1] for p in logs]
+        tol = _tolerance(_decimals_of(claim), *(m.decimals for m in values))
+        if abs(mean([m.val_bpb for m in values]) - claim) <= tol:
+            return True
+    return False
+
+
+def _log_showing(sub, claim: float):
+    """A completed log with a scored metric equal to `claim` (to its printed precision)."""
+    for log in runs.completed_logs(sub):
+        for m in log.parsed.metrics:
+            if m.kind == "scored" and abs(m.val_bpb - claim) <= _tolerance(_decimals_of(claim), m.decimals):
+                return log
+    return None
+
+
+def _per_seed_claims_shown(sub, claims) -> bool:
+    """Whether the headline is the mean of per-seed results that logs of the folder show: a study
+    that ships the logs of several configurations claims the one it names, seed by seed."""
+    values = [fields["val_bpb"] for fields in claims.per_seed.values() if "val_bpb" in fields]
+    if not values or len(values) != len(claims.per_seed):
+        return False
+    tol = _tolerance(_decimals_of(claims.val_bpb), *map(_decimals_of, values))
+    return abs(mean(values) - claims.val_bpb) <= tol and all(_log_showing(sub, v) for v in values)
 
 
 def _per_seed(sub, claims, chosen):
@@ -144,7 +187,7 @@ def _per_seed(sub, claims, chosen):
         log = chosen.get(seed)
         if log is None:
             yield found("SUBMISSION_JSON_MISMATCH", f"claims a result for seed {seed} but no "
-                        "completed log has that seed", file="submission.json",
+                        "completed log has that seed", file="submission.json", severity=Severity.WARN,
                         line=claims.line_of(str(seed)), hint="Add that seed's log or drop the claim.")
             continue
         p = log.parsed
@@ -158,9 +201,20 @@ def _per_seed(sub, claims, chosen):
         for name, claimed, actual, tol, line in comparisons:
             if claimed is None or actual is None:
                 continue
+            if name == "val_bpb" and _other_metric_agrees({seed: log}, claimed):
+                continue
+            shown_by = _log_showing(sub, claimed) if name == "val_bpb" else None
+            if shown_by is not None:
+                yield found("SUBMISSION_JSON_MISMATCH", f"seed {seed}: 'val_bpb' {_fmt(claimed)} is "
+                            f"shown by {shown_by.rel}, not by {log.rel}, which has that seed",
+                            severity=Severity.WARN, file="submission.json",
+                            line=claims.line_of(str(seed)), evidence=f"{shown_by.rel}, {log.rel}:{line}",
+                            hint="Name the seed each result's log ran with.")
+                continue
             if abs(float(actual) - claimed) > tol:
                 yield found("SUBMISSION_JSON_MISMATCH", f"seed {seed}: '{name}' is {_fmt(claimed)} "
                             f"but {log.rel} shows {_fmt(actual)}", file="submission.json",
+                            severity=Severity.WARN if name != "val_bpb" else None,
                             line=claims.line_of(str(seed)), evidence=f"{log.rel}:{line}",
                             hint=f"Copy {name} from the log.")
 
@@ -181,7 +235,7 @@ def _bytes(sub, claims):
         if claims.bytes_total not in accepted:
             yield found("SUBMISSION_JSON_MISMATCH", f"'bytes_total' is {claims.bytes_total} but the "
                         f"logs' artifact totals are {', '.join(map(str, totals))}",
-                        file="submission.json", line=claims.line_of("bytes_total"),
+                        severity=Severity.WARN, file="submission.json", line=claims.line_of("bytes_total"),
                         hint="Use a seed's 'Total submission size' line, their mean or their maximum.")
     if claims.bytes_code is not None:
         sizes = set()
@@ -196,8 +250,7 @@ def _bytes(sub, claims):
             yield found("SUBMISSION_JSON_MISMATCH", f"'bytes_code' is {claims.bytes_code} but the logs "
                         f"{'and the shipped scripts ' if shipped is not None else ''}give "
                         f"{', '.join(map(str, sorted(sizes)))}",
-                        severity=None if shipped is not None else Severity.WARN,
-                        file="submission.json", line=claims.line_of("bytes_code"),
+                        severity=Severity.WARN, file="submission.json", line=claims.line_of("bytes_code"),
                         hint="Use the size of the shipped script.")
 
 
@@ -206,6 +259,15 @@ def _script_hashes(script) -> set[str]:
     if script.text is not None:
         hashes.add(hashlib.sha256(script.text.rstrip("\n").encode()).hexdigest())
     return hashes
+
+
+def _embeds(src, script) -> bool:
+    """Whether a log's embedded source is `script` as shipped (trailing newlines ignored; a
+    16-hex marker compared as a prefix; an open-ended block as a prefix of the log's lines)."""
+    if src.open_ended is not None:
+        return script.text is not None and src.starts_with(script.text)
+    candidates = {src.sha256, src.normalized_sha256} - {None}
+    return any(h.startswith(c) or c.startswith(h) for h in _script_hashes(script) for c in candidates)
 
 
 @check("LOG_SOURCE_MISMATCH")
@@ -217,10 +279,15 @@ def log_source_mismatch(sub, options):
     Why it matters: numbers prove something only about the code that produced them. A log from an
     earlier version of the script supports a different submission.
 
-    Illegal: seed 2's log embeds a source that differs from `train_gpt.py`; three logs embedding
-    two different sources.
+    Illegal: a `code_sha256:` line naming a file that is not the shipped script; logs naming
+    several different scripts next to one shipped wrapper.
 
-    Legal: every log's embedded source equals the shipped file (trailing newlines ignored).
+    Warned: seed 2's log embeds a source that differs from `train_gpt.py` (merged records carry
+    logs of an earlier revision, with a default changed since); three logs embedding two
+    different sources when no script is shipped.
+
+    Legal: every log's embedded source equals the shipped file (trailing newlines ignored), or
+    another shipped script (an ablation's logs next to its own script).
 
     Known limits: an embedded source is compared with the shipped file as shipped. A `code_sha256:`
     line is compared with the shipped file and, for a self-extracting wrapper, with its payload;
@@ -228,7 +295,8 @@ def log_source_mismatch(sub, options):
     matches the `code_minified_sha256:` line pgolf's trainer also logs. A log without that line
     next to such a wrapper cannot be compared from the folder alone: a WARN, not a FAIL. Logs that
     embed nothing cannot be checked. When only a 16-hex marker of the hash survives, the prefix is
-    compared.
+    compared. A `Source code:` block with no closing rule runs into the log's own lines; the
+    shipped file is compared with its beginning.
     """
     script = sub.scripts.get(ENTRY_SCRIPT)
     hashes = _script_hashes(script) if script is not None else set()
@@ -253,15 +321,19 @@ def log_source_mismatch(sub, options):
         src = p.embedded_source
         if src is None:
             continue
-        embedded.append((log, src))
+        if src.open_ended is None:  # an open-ended block's hash holds the log's own lines
+            embedded.append((log, src))
         if script is None:
             continue
-        candidates = {src.sha256, src.normalized_sha256} - {None}
-        if not any(h.startswith(c) or c.startswith(h) for h in hashes for c in candidates):
-            yield found("LOG_SOURCE_MISMATCH", f"{log.rel} embeds a source ({src.lines} lines) that "
-                        f"differs from the shipped {ENTRY_SCRIPT}", file=log.rel, line=src.line,
-                        evidence=f"embedded sha256 {src.sha256[:16]}, shipped {sorted(hashes)[0][:16]}",
-                        hint="Ship the exact file that ran, or rerun with the shipped file.")
+        if _embeds(src, script) or any(_embeds(src, other) for other in sub.scripts.values()):
+            continue
+        length = "its end unmarked" if src.open_ended is not None else f"{src.lines} lines"
+        yield found("LOG_SOURCE_MISMATCH", f"{log.rel} embeds a source ({length}) that differs "
+                    f"from the shipped {ENTRY_SCRIPT} and from every other shipped script; merged "
+                    "records carry logs of an earlier revision, so a reviewer compares the two",
+                    severity=Severity.WARN, file=log.rel, line=src.line,
+                    evidence=f"embedded sha256 {src.sha256[:16]}, shipped {sorted(hashes)[0][:16]}",
+                    hint="Ship the exact file that ran, or rerun with the shipped file.")
     yield from _wrapper_of_unknown_file(unverifiable)
     if script is None and len({src.sha256[:16] for _, src in embedded}) > 1:
         groups: dict[str, list[str]] = {}

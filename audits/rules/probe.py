@@ -6,7 +6,7 @@ import functools
 import hashlib
 
 from audits.findings import Severity
-from audits.registry import FAIL, Rule, check, found, issue, pgolf, pr, rules
+from audits.registry import FAIL, ILLEGAL, Rule, check, found, issue, pgolf, pr, rules
 from audits.submission import ENTRY_SCRIPT
 
 # Opt-in (`--probe`), and it vouches for pgolf's own code only, so it lends no verdict to
@@ -21,7 +21,7 @@ RULES = rules(
                 "vouches only for a folder that ships pgolf's own bundle"),
           issue(1017, "conditions C1, C3, C4"),
           pr(1240, "the same altered-token probe proved SLOT illegal")),
-         needs_option="probe"),
+         needs_option="probe", level=ILLEGAL),
 )
 
 

@@ -5,25 +5,27 @@ from __future__ import annotations
 
 from audits import pyversion
 from audits.findings import Severity
-from audits.registry import FAIL, WARN, Rule, check, found, issue, pgolf, pr, readme, rules
+from audits.registry import (FAIL, NEEDS_ACTION, WARN, Rule, check, found, issue, pgolf, pr, readme,
+                             rules)
 from audits.submission import display_name
 
 RULES = rules(
     Rule("PY_SYNTAX_TOO_NEW", FAIL, "python",
          "No syntax newer than the target Python in any shipped .py file, after unwrapping.",
-         (issue(1591, "records that need Python 3.12"), pr(1532))),
+         (issue(1591, "records that need Python 3.12"), pr(1532)), level=NEEDS_ACTION),
     Rule("PY_STDLIB_TOO_NEW", WARN, "python",
          "No standard-library API newer than the target Python.",
-         (issue(1591),)),
+         (issue(1591),), level=NEEDS_ACTION),
     Rule("PY_SYNTAX_ERROR", FAIL, "python",
          "Every shipped .py file, after unwrapping, is valid Python in some version.",
          (pgolf("a file that no Python compiles cannot run; it is reported apart from "
                 "PY_SYNTAX_TOO_NEW because the fix is different"),
-          readme("Submission Process, must compile and run"))),
+          readme("Submission Process, must compile and run")), level=NEEDS_ACTION),
     Rule("WRAPPER_UNREADABLE", FAIL, "python",
          "The payload of a self-extracting script decodes statically, within the size bound.",
          (pgolf("a payload that is corrupt, truncated, too large or built by code pgolf will not run "
-                "cannot be audited, so every other check would pass on code nobody read"),)),
+                "cannot be audited, so every other check would pass on code nobody read"),),
+        level=NEEDS_ACTION),
 )
 
 

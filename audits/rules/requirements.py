@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import ast
 import sys
 
-from audits.registry import WARN, Rule, check, found, readme, rules
+from audits.findings import Severity
+from audits.registry import NEEDS_ACTION, WARN, Rule, check, found, readme, rules
+from audits.submission import codesize
 from audits.submission.imports import DISTRIBUTIONS, REFERENCE, imports, normalize
 
 RULES = rules(
     Rule("MISSING_REQUIREMENT", WARN, "metadata",
          "Every third-party import is in the reference environment or in the folder's "
          "requirements.txt.",
-         (readme("FAQ, Can I import XYZ package"),)),
+         (readme("FAQ, Can I import XYZ package"),), level=NEEDS_ACTION),
 )
 
 
@@ -25,7 +28,10 @@ def missing_requirement(sub, options):
     Why it matters: the FAQ says to "include a requirements.txt in your records folder" for extra
     packages; reviewers' smoke imports failed on undeclared modules (`mamba_ssm`, `tensorboard`).
 
-    Illegal: `import brotli` with no requirements.txt listing `brotli`.
+    Illegal: `from context_features import SmearGate` at the top of the entry script with no
+    `context_features.py` shipped (FAIL: the script fails on import, before any review can run
+    it). Warned: `import brotli` inside the function that compresses the artifact, with no
+    requirements.txt listing `brotli` (merged records relied on images that had it).
 
     Legal: `import brotli` listed in requirements.txt; `try: import zstandard except ImportError:`.
 
@@ -37,11 +43,13 @@ def missing_requirement(sub, options):
     local = {rel[:-3].split("/")[-1] for rel in sub.scripts} | {
         e.rel.split("/")[0] for e in sub.entries if e.kind == "dir"}
     stdlib = set(sys.stdlib_module_names) | {"__future__"}
+    runs = {script.rel for script in codesize.code_that_runs(sub)}
     reported = set()
     for rel, script in sorted(sub.scripts.items()):
         source = script.source
         if source is None:
             continue
+        at_import = _module_level_lines(source) if rel in runs else set()
         for module, line, optional in imports(source):
             if optional or module in stdlib or module in REFERENCE or module in local:
                 continue
@@ -49,7 +57,20 @@ def missing_requirement(sub, options):
             if normalize(dist) in declared or normalize(module) in declared or module in reported:
                 continue
             reported.add(module)
-            yield found("MISSING_REQUIREMENT", f"imports {module}, which is neither in the reference "
-                        "environment nor in requirements.txt", file=rel, line=line,
+            blocks = line in at_import  # the script cannot even be imported without it
+            yield found("MISSING_REQUIREMENT", f"imports {module}, which is neither shipped, in the "
+                        "reference environment nor in requirements.txt"
+                        + (", at module level: the script fails on import" if blocks else ""),
+                        severity=Severity.FAIL if blocks else None, file=rel, line=line,
                         evidence=(source.splitlines()[line - 1].strip() if line <= len(source.splitlines()) else ""),
                         hint=f"Add `{dist}` to the folder's requirements.txt.")
+
+
+def _module_level_lines(source: str) -> set[int]:
+    """Lines of the import statements that run when the file is imported: the module's own
+    statements, not those inside a function or class."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    return {node.lineno for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))}

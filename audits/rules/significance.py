@@ -6,7 +6,7 @@ import math
 
 from audits.context import MIN_IMPROVEMENT_NATS
 from audits.findings import Severity
-from audits.registry import WARN, Rule, check, found, pr, readme, rules
+from audits.registry import NEEDS_ACTION, WARN, Rule, check, found, pr, readme, rules
 from audits.stats import mean, one_sided_welch
 from audits.submission import runs
 
@@ -14,7 +14,8 @@ RULES = rules(
     Rule("NOT_SIGNIFICANT", WARN, "metadata",
          "Record track: the mean improvement over the stated previous record is at least "
          "0.005 nats at p < 0.01 (one-sided Welch t-test over the per-seed values).",
-         (readme("Submission Process"), pr(1902, "the looser p < 0.25 progression"))),
+         (readme("Submission Process"), pr(1902, "the looser p < 0.25 progression")),
+        level=NEEDS_ACTION),
 )
 
 

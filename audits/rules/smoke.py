@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import weakref
 
-from audits.registry import FAIL, WARN, Rule, check, readme, rules
+from audits.registry import FAIL, NEEDS_ACTION, WARN, Rule, check, readme, rules
 from audits.smoke import (
     run,  # the module, not its names: audits.smoke.run imports this package
 )
@@ -13,11 +13,11 @@ RULES = rules(
     Rule("IMPORT_FAIL", FAIL, "python",
          "The script imports on a CPU box with GPU-only modules stubbed.",
          (readme("Submission Process, must compile and run"),),
-         needs_option="smoke"),
+         needs_option="smoke", level=NEEDS_ACTION),
     Rule("IMPORT_STUB_LIMIT", WARN, "python",
          "The import failed only because of a stubbed GPU-only module.",
          (readme("Submission Process, must compile and run"),),
-         needs_option="smoke"),
+         needs_option="smoke", level=NEEDS_ACTION),
 )
 
 

@@ -26,6 +26,7 @@ SMALL_LIMIT = 1024 * 1024
 ENTRY_SCRIPT = "train_gpt.py"
 TRACKS = {"track_10min_16mb": "10min_16mb", "track_non_record_16mb": "non_record_16mb"}
 _BAD_NAME = re.compile(r"[\x00-\x1f\x7f\s]")
+_NON_RECORD = re.compile(r"non[-_ ]?record", re.I)
 
 
 class InputError(Exception):
@@ -50,6 +51,7 @@ class Script:
     wrapper_note: str | None = None  # where that payload came from, e.g. "train_gpt.py:2 (raw lzma + base85)"
     wrapper_error: str | None = None  # why a wrapper's payload could not be read
     wrapper_error_line: int | None = None  # line of that wrapper's exec
+    wrapper_reads: tuple[str, ...] = ()  # other files of the folder its wrapper decoded
 
     @property
     def source(self) -> str | None:
@@ -100,6 +102,7 @@ class Submission:
     logs: list[LogFile] = dataclasses.field(default_factory=list)
     scripts: dict[str, Script] = dataclasses.field(default_factory=dict)
     requirements: list[str] | None = None
+    launch: dict[str, str] = dataclasses.field(default_factory=dict)  # shell scripts: rel -> text
     changes: list[tuple[str, str]] | None = None  # (git status letter, repo path) with --base
     repo_rel: str | None = None  # the folder's path inside the repository, with --base
     problems: list[Problem] = dataclasses.field(default_factory=list)
@@ -138,6 +141,8 @@ def load(path: str | os.PathLike, changes=None, repo_rel=None, placed_at=None) -
     _read_files(sub)
     if sub.claims is not None and origin.startswith("assumed"):
         _track_from_claims(sub)
+    if sub.track_origin.startswith("assumed"):
+        _track_from_declaration(sub)
     return sub
 
 
@@ -159,6 +164,24 @@ def _track_from_claims(sub: Submission) -> None:
     else:
         return
     sub.track_origin = f"from submission.json 'track': {sub.claims.track!r}"
+
+
+def _track_from_declaration(sub: Submission) -> None:
+    """Out of its place and with no 'track' field, a folder can still say it is a non-record
+    submission: in submission.json's name or a key of its own (`non_record_reason`), or in the
+    README's title. Other mentions (a status line, a comparison) do not count."""
+    data = sub.claims.data if sub.claims is not None else None
+    if isinstance(data, dict):
+        key = next((k for k in data if _NON_RECORD.search(str(k))), None)
+        if key is not None:
+            sub.track, sub.track_origin = "non_record_16mb", f"from submission.json's key {key!r}"
+            return
+        if isinstance(data.get("name"), str) and _NON_RECORD.search(data["name"]):
+            sub.track, sub.track_origin = "non_record_16mb", f"from submission.json's name {data['name']!r}"
+            return
+    title = next((line for line in (sub.readme or "").splitlines() if line.startswith("# ")), "")
+    if _NON_RECORD.search(title):
+        sub.track, sub.track_origin = "non_record_16mb", f"from the README's title {title[2:80]!r}"
 
 
 def _walk(sub: Submission) -> None:
@@ -278,6 +301,11 @@ def _read_files(sub: Submission) -> None:
                 sub.requirements = parse_requirements(text or "")
             elif lower.endswith(".py"):
                 _read_script(sub, path, entry.rel)
+            elif lower.endswith(".sh"):
+                data, cut = read_bounded(path, SMALL_LIMIT)
+                text = decode_text(sub, entry.rel, data, cut, SMALL_LIMIT, "shell script")
+                if text is not None:
+                    sub.launch[entry.rel] = text
             elif lower.endswith((".log", ".txt")) and not Path(lower).name.startswith(("requirements", "readme")):
                 _read_log(sub, path, entry.rel)
         except OSError as exc:
@@ -315,6 +343,7 @@ def _read_script(sub: Submission, path: Path, rel: str) -> None:
         result = unwrap.unwrap(text, rel, _sibling_reader(sub, rel))
         if result is not None and result.source is not None:
             script.unwrapped, script.wrapper_note = result.source, result.note
+            script.wrapper_reads = tuple(layer.file for layer in result.layers if layer.file not in ("", rel))
         elif result is not None:
             script.wrapper_error, script.wrapper_error_line = result.error, result.error_line
     sub.scripts[rel] = script

@@ -8,10 +8,14 @@ wrapper back is `audits.submission.unwrap`'s job.
 
 from __future__ import annotations
 
+import posixpath
+
+from audits.submission import ENTRY_SCRIPT, Script, Submission
+from audits.submission.imports import imports
 from trainer.codesize import WRAPPER_HEAD, WRAPPER_TAIL, MinifyError, compact_form, minify, wrap
 
 __all__ = ["WRAPPER_HEAD", "WRAPPER_TAIL", "MinifyError", "compact_form", "minify", "wrap",
-           "counted_bytes"]
+           "counted_bytes", "code_that_runs"]
 
 
 def counted_bytes(raw: bytes, source: str | None) -> int:
@@ -19,3 +23,23 @@ def counted_bytes(raw: bytes, source: str | None) -> int:
     if source is None:
         return len(raw)
     return min(len(raw), len(compact_form(source).encode("utf-8")))
+
+
+def code_that_runs(sub: Submission) -> list[Script]:
+    """The shipped scripts the artifact counts: the entry script, the files its wrapper decodes
+    and the sibling modules it imports, transitively. A readable copy of a wrapped script, a data
+    preparation script or an ablation's script is not run by the submission. Without an entry
+    script, every shipped script."""
+    if ENTRY_SCRIPT not in sub.scripts:
+        return list(sub.scripts.values())
+    run, todo = {ENTRY_SCRIPT}, [ENTRY_SCRIPT]
+    while todo:
+        script = sub.scripts[todo.pop()]
+        here = posixpath.dirname(script.rel)
+        reached = list(script.wrapper_reads)
+        reached += [posixpath.join(here, f"{name}.py") for name, _, _ in imports(script.source or "")]
+        for rel in reached:
+            if rel in sub.scripts and rel not in run:
+                run.add(rel)
+                todo.append(rel)
+    return [sub.scripts[rel] for rel in sorted(run)]

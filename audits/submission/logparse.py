@@ -101,6 +101,14 @@ class EmbeddedSource:
     lines: int
     line: int
     normalized_sha256: str | None = None
+    # A block with no closing separator runs into the log's own lines: its end is not known, so it
+    # is kept whole and compared as a prefix (`starts_with`).
+    open_ended: tuple[str, ...] | None = None
+
+    def starts_with(self, text: str) -> bool:
+        """Whether an open-ended block begins with `text`, line for line."""
+        wanted = text.rstrip("\n").split("\n")
+        return self.open_ended is not None and list(self.open_ended[:len(wanted)]) == wanted
 
 
 @dataclasses.dataclass
@@ -259,10 +267,14 @@ def _embedded_source(lines: list[str]) -> tuple[EmbeddedSource | None, int]:
         return None, 0
     for i, line in enumerate(lines[:400]):
         if line.strip() == "Source code:":
-            for j in range(i + 1, len(lines)):
+            first = i + 1
+            while first < len(lines) and _SEPARATOR.match(lines[first]):
+                first += 1  # the block's own rule under the heading
+            for j in range(first, len(lines)):
                 if _SEPARATOR.match(lines[j]):
-                    return _hash_source(lines[i + 1 : j], i + 2), 0
-            break
+                    return _hash_source(lines[first:j], first + 1), 0
+            body = tuple(lines[first:])
+            return dataclasses.replace(_hash_source(list(body), first + 1), open_ended=body), 0
     return None, 0
 
 

@@ -30,6 +30,23 @@ def by_seed(sub: Submission) -> dict[int | None, list[LogFile]]:
     return groups
 
 
+def headline_logs(sub: Submission) -> dict[int | None, LogFile]:
+    """One completed log per seed, the runs a headline score averages. When a seed has several
+    (reruns, ablations), the one whose score matches that seed's claim, else the one closest to
+    the headline claim, else the first."""
+    claims = sub.claims
+    chosen = {}
+    for seed, logs in by_seed(sub).items():
+        target = (claims.per_seed.get(seed) or {}).get("val_bpb") if claims else None
+        if target is None and claims is not None:
+            target = claims.val_bpb
+        if target is None:
+            chosen[seed] = logs[0]
+        else:
+            chosen[seed] = min(logs, key=lambda log: abs(log.parsed.score.val_bpb - target))
+    return chosen
+
+
 def seed_row(log: LogFile) -> dict:
     """The JSON row of one log: each figure with the line it came from."""
     p = log.parsed

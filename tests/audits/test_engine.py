@@ -2,7 +2,7 @@
 
 import pytest
 
-from audits import api, registry
+from audits import api, engine, registry
 from audits.context import AuditOptions
 from audits.submission import InputError
 from audits.waivers import load_waivers
@@ -26,16 +26,43 @@ def test_clean_folder_passes_with_exit_0(tmp_path):
     assert r.submissions[0].verdict() == "PASS" and r.exit_code == 0
 
 
-def test_warn_exits_0_unless_strict(warn_only):
-    assert report(warn_only).exit_code == 0 and report(warn_only).submissions[0].verdict() == "WARN"
+def test_warn_passes_with_exit_0_unless_strict(warn_only):
+    assert report(warn_only).exit_code == 0 and report(warn_only).submissions[0].verdict() == "PASS"
     strict = report(warn_only, strict=True)
-    assert strict.exit_code == 1 and strict.submissions[0].verdict(True) == "FAIL"
+    assert strict.exit_code == 1 and strict.submissions[0].verdict(True) == "NEEDS_ACTION"
 
 
 def test_fail_exits_1(tmp_path):
     files = good_folder_files()
     files["train_seed42.log"] = record_log(42, bpb=1.081, train_ms=650_000)
     assert report(write_folder(tmp_path / GOOD, files)).exit_code == 1
+
+
+def test_the_worst_level_decides_and_its_finding_comes_first(tmp_path):
+    # A budget breach (ILLEGAL) and a missing README (NEEDS_ACTION): ILLEGAL decides, whatever the
+    # rule names' order.
+    files = good_folder_files()
+    files["train_seed42.log"] = record_log(42, bpb=1.081, train_ms=650_000)
+    del files["README.md"]
+    r = report(write_folder(tmp_path / GOOD, files)).submissions[0]
+    assert {"MISSING_FILES", "TRAIN_OVER_BUDGET"} <= {f.rule for f in r.counted(False)}
+    assert r.verdict() == "ILLEGAL" and r.findings[0].rule == "TRAIN_OVER_BUDGET"
+    assert r.deciding() is r.findings[0]
+    levels = [engine.level_of(f) for f in r.findings]
+    assert levels == sorted(levels, key=registry.LEVELS.index)
+
+
+def test_a_needs_action_finding_alone_asks_the_author_to_act(tmp_path):
+    files = good_folder_files()
+    del files["README.md"]
+    r = report(write_folder(tmp_path / GOOD, files)).submissions[0]
+    assert r.verdict() == "NEEDS_ACTION" and r.deciding().rule == "MISSING_FILES"
+
+
+def test_every_rule_states_its_level():
+    assert {row.level for row in registry.ROWS.values()} == {registry.ILLEGAL, registry.NEEDS_ACTION}
+    with pytest.raises(ValueError, match="states no level"):
+        registry.rules(registry.Rule("NO_LEVEL_GIVEN", registry.FAIL, "layout", "x", ()))
 
 
 def test_waiver_is_echoed_and_stops_counting(warn_only):

@@ -30,7 +30,8 @@ def test_json_contract(failing):
     data = json.loads(result.output)
     assert {"pgolf_version", "target_python", "submissions"} <= set(data)
     sub = data["submissions"][0]
-    assert sub["verdict"] == "FAIL" and {"path", "seeds", "findings"} <= set(sub)
+    assert sub["verdict"] == "ILLEGAL" and {"path", "seeds", "findings"} <= set(sub)
+    assert sub["findings"][0]["rule"] == "TRAIN_OVER_BUDGET" and sub["findings"][0]["level"] == "ILLEGAL"
     seed = next(s for s in sub["seeds"] if s["seed"] == 42)
     for key in ("seed", "log", "val_bpb", "val_loss", "train_time_ms", "eval_time_ms", "model_bytes",
                 "artifact_bytes"):
@@ -43,19 +44,19 @@ def test_json_contract(failing):
 
 def test_text_github_markdown(failing):
     text = run("audit", str(failing), "--format", "text").output
-    assert "FAIL TRAIN_OVER_BUDGET train_seed42.log:" in text and "verdict: FAIL" in text
+    assert "FAIL TRAIN_OVER_BUDGET train_seed42.log:" in text and "verdict: ILLEGAL (TRAIN_OVER_BUDGET at train_seed42.log:" in text
     gh = run("audit", str(failing), "--format", "github").output
     line = next(x for x in gh.splitlines() if "TRAIN_OVER_BUDGET" in x)
     assert line.startswith("::error file=") and ",line=" in line and "title=pgolf TRAIN_OVER_BUDGET::" in line
     md = run("audit", str(failing), "--format", "markdown").output
-    assert md.startswith("## pgolf audit: FAIL") and "`TRAIN_OVER_BUDGET`" in md
+    assert md.startswith("## pgolf audit: ILLEGAL") and "`TRAIN_OVER_BUDGET`" in md
 
 
 def test_output_file_is_written_whole(failing, tmp_path):
     out = tmp_path / "reports" / "audit.json"
     result = run("audit", str(failing), "--format", "json", "-o", str(out))
     assert result.exit_code == 1 and result.output == ""
-    assert json.loads(out.read_text())["submissions"][0]["verdict"] == "FAIL"
+    assert json.loads(out.read_text())["submissions"][0]["verdict"] == "ILLEGAL"
 
 
 def test_strict_and_waive_from_the_command_line(tmp_path):

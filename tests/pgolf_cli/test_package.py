@@ -204,7 +204,7 @@ def test_readme_has_every_section_and_the_figures(packaged):
     assert "for SEED in 42 314 999; do" in text
     assert "Significant against the previous record" in text and "p=" in text
     assert "#1017 C3 score before update | pass" in text  # the wrapped script is unwrapped and read
-    assert ("| `TRAIN_OVER_BUDGET` | pass | Training takes at most 600 s on every seed. | [challenge "
+    assert ("| `TRAIN_OVER_BUDGET` | pass | Record track: training takes at most 600 s on every seed. | [challenge "
             "README, Rules, 10 minutes on 8xH100](https://github.com/openai/parameter-golf#readme) |") in text
     # Packaging runs no smoke import, so the smoke rules are not passed (they were before).
     assert ("Not run (option off): `IMPORT_FAIL` (`pgolf audit --smoke`), `IMPORT_STUB_LIMIT` "

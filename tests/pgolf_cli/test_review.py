@@ -78,7 +78,7 @@ def test_review_names_the_line_of_an_over_budget_log(folder, tmp_path):
     log.write_text("".join(lines))
     code, text = review(planted)
     assert code == 1
-    assert text.startswith("**pgolf review: FAIL**")
+    assert text.startswith("**pgolf review: ILLEGAL**")
     assert f"#### FAIL `TRAIN_OVER_BUDGET` at `train_seed314.log:{number}`" in text
     assert f"> {number} | stopping_early: wallclock_cap train_time:612054ms step:4550/20000" in text
     assert "training took 612.1 s, over the 600 s budget" in text
@@ -132,7 +132,7 @@ def test_review_of_a_pr_branch_names_repository_paths(folder, tmp_path):
     _git(repo, "commit", "-q", "-m", "submission")
     code, text = review(repo, "--base", "main")
     assert code == 1
-    assert text.startswith(f"**pgolf review: FAIL** for `records/track_10min_16mb/{folder.name}`")
+    assert text.startswith(f"**pgolf review: NEEDS_ACTION** for `records/track_10min_16mb/{folder.name}`")
     assert "#### FAIL `LAYOUT_NOT_SINGLE_FOLDER` at `README.md`" in text
     assert f"at `records/track_10min_16mb/{folder.name}/submission.json:" in text
 

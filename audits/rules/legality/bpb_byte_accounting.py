@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from audits.registry import WARN, Rule, Words, check, issue, pr, rules, words
+from audits.registry import ILLEGAL, WARN, Rule, Words, check, issue, pr, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("BPB_BYTE_ACCOUNTING", WARN, "legality",
          "Bytes per token come from the tokenizer's pieces (leading space, byte fallback, "
          "control tokens handled).",
-         (issue(1017, "section V"), pr(1806, "Scylla record removed"), issue(897))),
+         (issue(1017, "section V"), pr(1806, "Scylla record removed"), issue(897)), level=ILLEGAL),
 )
 
 _FALLBACK = "byte-fallback pieces (<0x41>) are counted by the length of their text, 6 bytes instead of 1"

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from audits.registry import C2, FAIL, Rule, Words, check, issue, pr, rules, words
+from audits.registry import C2, FAIL, ILLEGAL, Rule, Words, check, issue, pr, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("BYTE_MIXTURE_NOT_NORMALIZED", FAIL, "legality",
          "Byte-level model mixtures still give a normalized distribution over tokens.",
-         (issue(1872), pr(1902)), (C2,)),
+         (issue(1872), pr(1902)), (C2,), level=ILLEGAL),
 )
 WORDS = words(
     "BYTE_MIXTURE_NOT_NORMALIZED",

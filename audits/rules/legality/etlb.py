@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from audits.registry import C1, C3, FAIL, Rule, Words, check, pr, rules, words
+from audits.registry import C1, C3, FAIL, ILLEGAL, Rule, Words, check, pr, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("ETLB", FAIL, "legality",
          "No eval-time logit bias fitted on the tokens it is applied to.",
-         (pr(1399),), (C1, C3)),
+         (pr(1399),), (C1, C3), level=ILLEGAL),
 )
 WORDS = words(
     "ETLB",

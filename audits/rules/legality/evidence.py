@@ -3,11 +3,13 @@ source and quoted. One run of the analysis per submission serves every rule."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from audits import legality
 from audits.findings import Severity
 from audits.registry import ROWS, WORDS, found
+from audits.submission import runsettings
 
 _WRAPPER = re.compile(r"exec\s*\(.*(decompress|b85decode|b64decode)", re.S)
 
@@ -23,8 +25,19 @@ def findings(sub, rule: str):
         if script.unwrapped is None and parsed is not None and _is_wrapper(parsed):
             yield found(rule, f"{rel} is a self-extracting wrapper whose code was not unwrapped, so "
                         "it was not checked", severity=Severity.INFO, file=rel, unchecked=True)
+    on = runsettings.turned_on(sub)
     for verdict in sorted(result.of(rule), key=_order):
-        yield _finding(sub, result, verdict)
+        yield _finding(sub, result, *_as_run(verdict, on))
+
+
+def _as_run(v, on: dict[str, str]):
+    """A verdict behind settings that are off by default weighs what it would with them on, when
+    the folder's own runs turned every one of them on (its launch script, its README's command,
+    its logs' hyperparameters); returns it and where each setting was turned on."""
+    names = [s[: -len(" is set")] for s in v.settings if s.endswith(" is set")]
+    if not v.settings or len(names) != len(v.settings) or not all(n in on for n in names):
+        return v, ()
+    return dataclasses.replace(v, severity=v.ungated, settings=()), tuple(on[n] for n in names)
 
 
 def _is_wrapper(parsed) -> bool:
@@ -37,7 +50,7 @@ def _order(verdict):
     return (verdict.site.inner_fn.script.rel, at.start.line if at else 0, -int(verdict.severity))
 
 
-def _finding(sub, result, v):
+def _finding(sub, result, v, turned_on=()):
     script = v.site.inner_fn.script
     at = v.site.position()
     line = at.start.line if at else None
@@ -56,6 +69,8 @@ def _finding(sub, result, v):
     words = WORDS[v.rule][v.kind]
     message = words.message.format(at=f"line {line}", other=f"line {other_line}", detail=v.detail)
     message += _notes(v)
+    if turned_on:
+        message += f" (the run turned it on: {'; '.join(turned_on)})"
     source = ROWS[v.rule].primary_source + (f"; contested, see {words.link}" if words.link else "")
     shipped = sub.scripts.get(script.rel)
     return found(v.rule, message, severity=v.severity, file=script.rel, line=line,

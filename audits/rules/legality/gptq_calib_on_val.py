@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from audits.registry import C1, FAIL, Rule, Words, check, pr, rules, words
+from audits.registry import C1, FAIL, ILLEGAL, Rule, Words, check, pr, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("GPTQ_CALIB_ON_VAL", FAIL, "legality",
          "Quantization calibration never reads validation tokens.",
-         (pr(728), pr(1919), pr(1019, "self-generated calibration is legal")), (C1,)),
+         (pr(728), pr(1919), pr(1019, "self-generated calibration is legal")), (C1,),
+        level=ILLEGAL),
 )
 WORDS = words(
     "GPTQ_CALIB_ON_VAL",

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from audits.registry import FAIL, Rule, Words, check, readme, rules, words
+from audits.registry import FAIL, ILLEGAL, Rule, Words, check, readme, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("NETWORK_AT_EVAL", FAIL, "legality",
          "No downloads or network calls during evaluation.",
-         (readme("FAQ, evaluation"),)),
+         (readme("FAQ, evaluation"),), level=ILLEGAL),
 )
 WORDS = words(
     "NETWORK_AT_EVAL",

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from audits.registry import C2, FAIL, Rule, Words, check, pr, rules, words
+from audits.registry import C2, FAIL, ILLEGAL, Rule, Words, check, pr, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("NGRAM_NOT_NORMALIZED", FAIL, "legality",
          "Cache or n-gram mixtures give a distribution that sums to 1 over the vocabulary.",
-         (pr(972), pr(978)), (C2,)),
+         (pr(972), pr(978)), (C2,), level=ILLEGAL),
 )
 WORDS = words(
     "NGRAM_NOT_NORMALIZED",

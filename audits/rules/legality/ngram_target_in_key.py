@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from audits.registry import C2, FAIL, Rule, Words, check, issue, pr, rules, words
+from audits.registry import C2, FAIL, ILLEGAL, Rule, Words, check, issue, pr, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("NGRAM_TARGET_IN_KEY", FAIL, "legality",
          "No hashed n-gram cache whose key includes the token being scored.",
-         (pr(779, "ruled disallowed"), issue(677), pr(1514, "the legal renormalized tilt")), (C2,)),
+         (pr(779, "ruled disallowed"), issue(677), pr(1514, "the legal renormalized tilt")), (C2,),
+        level=ILLEGAL),
 )
 WORDS = words(
     "NGRAM_TARGET_IN_KEY",

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from audits.registry import C1, FAIL, Rule, Words, check, pr, readme, rules, words
+from audits.registry import C1, FAIL, ILLEGAL, Rule, Words, check, pr, readme, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("PAID_PREFIX", FAIL, "legality",
          "Validation tokens are not stored in the artifact.",
-         (readme("FAQ, paid prefix"), pr(168), pr(262)), (C1,)),
+         (readme("FAQ, paid prefix"), pr(168), pr(262)), (C1,), level=ILLEGAL),
 )
 WORDS = words(
     "PAID_PREFIX",

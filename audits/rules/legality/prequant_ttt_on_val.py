@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from audits.registry import C3, FAIL, Rule, Words, check, issue, pr, rules, words
+from audits.registry import C3, FAIL, ILLEGAL, Rule, Words, check, issue, pr, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("PREQUANT_TTT_ON_VAL", FAIL, "legality",
          "No fine-tuning on validation tokens before they are scored.",
-         (pr(1376), issue(677), pr(1902)), (C3,)),
+         (pr(1376), issue(677), pr(1902)), (C3,), level=ILLEGAL),
 )
 WORDS = words(
     "PREQUANT_TTT_ON_VAL",

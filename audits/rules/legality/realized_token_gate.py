@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from audits.registry import C1, FAIL, Rule, Words, check, pr, rules, words
+from audits.registry import C1, FAIL, ILLEGAL, Rule, Words, check, pr, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("REALIZED_TOKEN_GATE", FAIL, "legality",
          "No mixture or tilt whose gate reads the token being scored.",
-         (pr(1967), pr(2018)), (C1,)),
+         (pr(1967), pr(2018)), (C1,), level=ILLEGAL),
 )
 WORDS = words(
     "REALIZED_TOKEN_GATE",

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from audits.registry import C1, C3, FAIL, Rule, Words, check, issue, pr, rules, words
+from audits.registry import C1, C3, FAIL, ILLEGAL, Rule, Words, check, issue, pr, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("SLOT", FAIL, "legality",
          "No per-window parameters optimized on the window's own targets and then used to "
          "score them.",
-         (pr(1240, "proof of the violation"), issue(1336)), (C1, C3)),
+         (pr(1240, "proof of the violation"), issue(1336)), (C1, C3), level=ILLEGAL),
 )
 WORDS = words(
     "SLOT",

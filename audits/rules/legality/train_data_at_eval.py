@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from audits.registry import FAIL, Rule, Words, check, readme, rules, words
+from audits.registry import FAIL, ILLEGAL, Rule, Words, check, readme, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("TRAIN_DATA_AT_EVAL", FAIL, "legality",
          "Training shards are not read during evaluation.",
-         (readme("FAQ, evaluation"),)),
+         (readme("FAQ, evaluation"),), level=ILLEGAL),
 )
 WORDS = words(
     "TRAIN_DATA_AT_EVAL",

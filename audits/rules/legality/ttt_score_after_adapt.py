@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from audits.registry import C3, FAIL, Rule, Words, check, issue, pr, readme, rules, words
+from audits.registry import C3, FAIL, ILLEGAL, Rule, Words, check, issue, pr, readme, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("TTT_SCORE_AFTER_ADAPT", FAIL, "legality",
          "Tokens are scored before any update that used them, and never scored again after.",
-         (readme("FAQ, test-time training"), issue(402), issue(677), pr(991)), (C3,)),
+         (readme("FAQ, test-time training"), issue(402), issue(677), pr(991)), (C3,),
+        level=ILLEGAL),
 )
 
 _HINT = ("Score each chunk once, under torch.no_grad(), before any update that uses it; train on it "

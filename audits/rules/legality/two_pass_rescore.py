@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from audits.registry import C4, FAIL, Rule, Words, check, pr, rules, words
+from audits.registry import C4, FAIL, ILLEGAL, Rule, Words, check, pr, rules, words
 from audits.rules.legality.evidence import findings
 
 RULES = rules(
     Rule("TWO_PASS_RESCORE", FAIL, "legality",
          "Each token is scored once; no second pass and no picking the better pass.",
-         (pr(846), pr(853), pr(959), pr(659)), (C4,)),
+         (pr(846), pr(853), pr(959), pr(659)), (C4,), level=ILLEGAL),
 )
 WORDS = words(
     "TWO_PASS_RESCORE",

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from audits.registry import FAIL, Rule, Words, check, readme, rules, words
+from audits.registry import FAIL, ILLEGAL, Rule, Words, check, found, readme, rules, words
 from audits.rules.legality.evidence import findings
+from audits.submission import runsettings
 
 RULES = rules(
     Rule("VAL_DATA_IN_TRAINING", FAIL, "legality",
          "Validation tokens never reach training or any state built before evaluation.",
-         (readme("FAQ, validation data"),)),
+         (readme("FAQ, validation data"),), level=ILLEGAL),
 )
 
 _HINT = ("Train only on fineweb_train_* shards; validation tokens may be trained on only after they "
@@ -45,8 +46,16 @@ def val_data_in_training(sub, options):
     Legal: training on `fineweb_train_*` shards only; a cache updated with each token after it is
     scored.
 
+    Also illegal: a launch line (a shipped `.sh` script, the README's commands) that links or copies
+    a `fineweb_val_*` shard to a `fineweb_train_*` name.
+
     Known limits: data is recognised by the shard names in string literals and followed through
     assignments, calls, attributes and containers; data read from a path pgolf cannot see (an
     argument on the command line) is not labelled.
     """
     yield from findings(sub, "VAL_DATA_IN_TRAINING")
+    for rel, line, text in runsettings.val_as_train(sub):
+        yield found("VAL_DATA_IN_TRAINING", f"{rel}:{line} puts a validation shard where the training "
+                    "loader reads training shards, so the run trains on validation tokens",
+                    file=rel, line=line, evidence=text,
+                    hint="Train on the fineweb_train_* shards only.")

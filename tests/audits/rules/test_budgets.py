@@ -1,6 +1,11 @@
 """ARTIFACT_OVER_CAP, ARTIFACT_LITERAL_OVER_CAP, TRAIN/EVAL_OVER_BUDGET, GPTQ_CALIB_AFTER_BUDGET, VAL_SUBSET."""
 
-from support import audit_findings, by_rule, good_folder_files, record_log, write_folder
+import json
+import random
+
+from audits import submission
+from audits.submission import codesize
+from support import audit_findings, by_rule, good_folder_files, record_log, submission_json, write_folder
 
 GOOD = "2026-04-09_Good_Run"
 
@@ -97,3 +102,80 @@ def test_val_subset(tmp_path):
     assert by_rule(trimmed, "VAL_SUBSET") == []
     unknown = with_log(tmp_path / "u", record_log(42, bpb=1.081, val_tokens=1_991_932, dataset="sample_sp1024"))
     assert [str(x.severity) for x in by_rule(unknown, "VAL_SUBSET")] == ["INFO"]
+
+
+def _non_record(tmp_path, log_text, **more):
+    files = good_folder_files()
+    files["train_seed42.log"] = log_text
+    files.update(more)
+    root = tmp_path / "records" / "track_non_record_16mb" / GOOD
+    return audit_findings(write_folder(root, files))
+
+
+def test_the_non_record_track_has_no_time_limit(tmp_path):
+    # A 4-hour run with a 13-minute evaluation: noted, never a FAIL, on the non-record track.
+    log = record_log(42, bpb=1.081, train_ms=14_400_039, phases=(("final_sliding", 768_782),))
+    f = _non_record(tmp_path, log)
+    assert [str(x.severity) for x in by_rule(f, "TRAIN_OVER_BUDGET")] == ["INFO"]
+    assert [str(x.severity) for x in by_rule(f, "EVAL_OVER_BUDGET")] == ["INFO"]
+    assert "no 600 s limit" in by_rule(f, "TRAIN_OVER_BUDGET")[0].message
+    assert by_rule(f, "GPTQ_CALIB_AFTER_BUDGET") == []
+
+
+def test_the_same_run_on_the_record_track_fails_both_budgets(tmp_path):
+    log = record_log(42, bpb=1.081, train_ms=14_400_039, phases=(("final_sliding", 768_782),))
+    f = with_log(tmp_path, log)
+    assert by_rule(f, "TRAIN_OVER_BUDGET", "FAIL") and by_rule(f, "EVAL_OVER_BUDGET", "FAIL")
+
+
+def test_a_folder_out_of_place_declares_its_track_in_its_readme_title(tmp_path):
+    log = record_log(42, bpb=1.081, train_ms=14_400_039)
+    files = {"README.md": "# Notable Non-Record Submission: a 4-hour run\n\nIt ran long.\n"}
+    f = with_log(tmp_path, log, **files)
+    assert [str(x.severity) for x in by_rule(f, "TRAIN_OVER_BUDGET")] == ["INFO"]
+
+
+def test_a_non_record_mention_outside_the_title_does_not_change_the_track(tmp_path):
+    log = record_log(42, bpb=1.081, train_ms=14_400_039)
+    files = {"README.md": "# A record\n\n> Status: non-record preliminary run, rerun pending.\n"}
+    assert by_rule(with_log(tmp_path, log, **files), "TRAIN_OVER_BUDGET", "FAIL")
+
+
+def test_submission_json_declares_the_non_record_track_by_a_key_or_its_name(tmp_path):
+    for i, extra in enumerate(({"non_record_reason": "2xH100 only"}, {"name": "MDLM (Non-Record)"})):
+        files = good_folder_files()
+        claims = json.loads(files["submission.json"])
+        claims.update(extra)
+        files["submission.json"] = json.dumps(claims)
+        sub = submission.load(write_folder(tmp_path / f"{GOOD}{i}", files))
+        assert sub.track == "non_record_16mb" and "submission.json" in sub.track_origin
+
+
+def test_only_the_code_that_runs_is_counted(tmp_path):
+    # A wrapped entry script, the module it imports, and a readable copy nobody runs: the copy's
+    # 60 KB of incompressible text would push the artifact over the cap if it were counted.
+    rng = random.Random(0)
+    blob = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(60000))
+    files = {"train_gpt.py": codesize.wrap("import helpers\n\nhelpers.run()\n"),
+             "helpers.py": "def run():\n    return 1\n",
+             "train_gpt_readable.py": f"DATA = '{blob}'\n"}
+    log = record_log(42, bpb=1.081, model_bytes=15_970_000, code_bytes=100)
+    f = with_log(tmp_path, log, **files)
+    assert by_rule(f, "ARTIFACT_OVER_CAP") == [] and by_rule(f, "ARTIFACT_LITERAL_OVER_CAP") == []
+    files["helpers.py"] = f"DATA = '{blob}'\n"  # now the imported module is the large one
+    f = with_log(tmp_path / "b", log, **files)
+    assert by_rule(f, "ARTIFACT_OVER_CAP", "FAIL")
+    assert "train_gpt.py" in by_rule(f, "ARTIFACT_OVER_CAP")[0].evidence
+    assert "helpers.py" in by_rule(f, "ARTIFACT_OVER_CAP")[0].evidence
+
+
+def test_a_diagnostic_phase_that_produced_the_claimed_score_counts(tmp_path):
+    phases = (("pre_quant_sliding_window", 65_808_175), ("quantized", 42_290))
+    log = record_log(42, bpb=1.081, phases=phases)
+    claimed = with_log(tmp_path, log, **{"submission.json": submission_json(1.081)})
+    assert by_rule(claimed, "EVAL_OVER_BUDGET", "FAIL")
+    assert "the claimed score" in by_rule(claimed, "EVAL_OVER_BUDGET")[0].evidence
+    other = with_log(tmp_path / "b", log.replace("pre_quant_sliding_window val_loss:2.79180191 val_bpb:1.08100000",
+                                                 "pre_quant_sliding_window val_loss:2.79 val_bpb:1.09"),
+                     **{"submission.json": submission_json(1.081)})
+    assert by_rule(other, "EVAL_OVER_BUDGET") == []

@@ -35,7 +35,24 @@ def test_non_record_track_accepts_another_entry_script(tmp_path):
     files["train_mdlm.py"] = files.pop("train_gpt.py")
     record = audit_findings(write_folder(tmp_path / "records/track_10min_16mb" / GOOD, files))
     non_record = audit_findings(write_folder(tmp_path / "records/track_non_record_16mb" / GOOD, files))
-    assert by_rule(record, "MISSING_FILES") and not by_rule(non_record, "MISSING_FILES")
+    assert [str(x.severity) for x in by_rule(record, "MISSING_FILES")] == ["WARN"]
+    assert "named train_mdlm.py" in by_rule(record, "MISSING_FILES")[0].message
+    assert not by_rule(non_record, "MISSING_FILES")
+
+
+def test_metadata_under_another_name_is_a_warning(tmp_path):
+    files = good_folder_files()
+    files["submission_ternary.json"] = files.pop("submission.json")
+    f = by_rule(audit_findings(write_folder(tmp_path / GOOD, files)), "MISSING_FILES")
+    assert [(str(x.severity), x.file) for x in f] == [("WARN", "submission_ternary.json")]
+
+
+def test_no_train_log_blocks_on_the_record_track_only(tmp_path):
+    files = {k: v for k, v in good_folder_files().items() if not k.endswith(".log")}
+    record = audit_findings(write_folder(tmp_path / "records/track_10min_16mb" / GOOD, files))
+    non_record = audit_findings(write_folder(tmp_path / "records/track_non_record_16mb" / GOOD, files))
+    assert [str(x.severity) for x in by_rule(record, "MISSING_FILES")] == ["FAIL"]
+    assert [str(x.severity) for x in by_rule(non_record, "MISSING_FILES")] == ["WARN"]
 
 
 def test_symlink_outside_fails_and_is_not_followed(tmp_path):

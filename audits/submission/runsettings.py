@@ -1,0 +1,48 @@
+"""How a submission's runs were launched: the settings its launch scripts and README's run commands
+set (`NGRAM_CACHE=1 torchrun ...`) and its logs' hyperparameters print (code the analysis finds
+behind a setting that is off by default ran when these turn it on), and the data files those
+lines put in place."""
+
+from __future__ import annotations
+
+import re
+
+from audits.submission import Submission
+
+_ASSIGN = re.compile(r"(?<![\w$.-])(?:export\s+)?([A-Z][A-Z0-9_]{2,})=(\"[^\"\n]*\"|'[^'\n]*'|[^\s;&|]*)")
+_OFF = {"", "0", "false", "no", "off", "none", "0.0"}
+
+
+def turned_on(sub: Submission) -> dict[str, str]:
+    """Setting name (as the environment spells it) -> where a run turned it on, for every setting
+    some launch line or log sets to a value that is not off (0, false, empty)."""
+    found: dict[str, str] = {}
+    texts = sorted(sub.launch.items()) + ([("README.md", sub.readme)] if sub.readme else [])
+    for rel, text in texts:
+        for number, line in enumerate(text.splitlines(), 1):
+            for name, value in _ASSIGN.findall(line):
+                if value.strip("\"'").lower() not in _OFF:
+                    found.setdefault(name, f"{rel}:{number} ({name}={value})")
+    for log in sub.logs:
+        for name, value in log.parsed.hparams.items():
+            if str(value.value).strip().lower() not in _OFF | {"false"}:
+                found.setdefault(name.upper(), f"{log.rel}:{value.line} ({value.text})")
+    return found
+
+
+_VAL_SHARD = re.compile(r"fineweb_val_\w*\.bin")
+_TRAIN_SHARD = re.compile(r"fineweb_train_\w*\.bin")
+_LINK = re.compile(r"^\s*(?:sudo\s+)?(?:ln|cp|mv|rsync)\b")
+
+
+def val_as_train(sub: Submission) -> list[tuple[str, int, str]]:
+    """(file, line, text) of launch lines that put a validation shard where the training loader
+    reads: `ln -s .../fineweb_val_000000.bin .../fineweb_train_000000.bin`."""
+    texts = sorted(sub.launch.items()) + ([("README.md", sub.readme)] if sub.readme else [])
+    found = []
+    for rel, text in texts:
+        for number, line in enumerate(text.splitlines(), 1):
+            val, train = _VAL_SHARD.search(line), _TRAIN_SHARD.search(line)
+            if _LINK.match(line) and val and train and val.start() < train.start():
+                found.append((rel, number, line.strip()))
+    return found

@@ -1,0 +1,60 @@
+"""Code behind a setting that is off by default weighs what it does when the folder's own runs
+turned the setting on: its launch script, its README's command, its logs' hyperparameters."""
+
+from legality_fixtures import ROOT
+from support import audit_findings, by_rule, write_folder
+
+SLOT = (ROOT / "slot_delta_adamw.py").read_text()
+_LOOP = """        for _ in range(SLOT_STEPS):
+            logits = model.lm_head(h + delta)
+            loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()  # expect: SLOT FAIL
+"""
+# The per-window optimization runs only when SLOT_ENABLED (off by default) is set.
+GATED = SLOT.replace(_LOOP, "        if SLOT_ENABLED:\n" + "".join("    " + line + "\n" for line in _LOOP.splitlines())
+                     ).replace("SLOT_STEPS = ", "SLOT_ENABLED = bool(int(os.environ.get(\"SLOT_ENABLED\", \"0\")))\nSLOT_STEPS = ")
+
+
+def _slot(tmp_path, **files):
+    return by_rule(audit_findings(write_folder(tmp_path, {"train_gpt.py": GATED, **files}),
+                                  only=frozenset({"SLOT"})), "SLOT")
+
+
+def test_the_gated_fixture_is_gated():
+    assert _LOOP in SLOT and "            for _ in range(SLOT_STEPS):" in GATED
+
+
+def test_off_by_default_is_a_warning(tmp_path):
+    f = _slot(tmp_path)
+    assert {str(x.severity) for x in f} == {"WARN"}
+    assert "only when SLOT_ENABLED is set" in f[0].message
+
+
+def test_a_launch_script_that_turns_it_on_makes_it_count(tmp_path):
+    f = _slot(tmp_path, **{"run.sh": "#!/bin/bash\nSLOT_ENABLED=1 torchrun --nproc_per_node=8 train_gpt.py\n"})
+    assert {str(x.severity) for x in f} == {"FAIL"}
+    assert "the run turned it on: run.sh:2 (SLOT_ENABLED=1)" in f[0].message
+
+
+def test_the_readme_command_and_the_logged_hyperparameters_count_too(tmp_path):
+    readme = "# Run\n\n```\nexport SLOT_ENABLED=1\npython train_gpt.py\n```\n"
+    assert {str(x.severity) for x in _slot(tmp_path / "a", **{"README.md": readme})} == {"FAIL"}
+    log = "Hyperparameters:\n  slot_enabled: True\n  seed: 42\nstep:1/10 train_loss:6.9 train_time:100ms\n"
+    assert {str(x.severity) for x in _slot(tmp_path / "b", **{"train_seed42.log": log})} == {"FAIL"}
+
+
+def test_a_run_that_leaves_it_off_keeps_the_warning(tmp_path):
+    f = _slot(tmp_path, **{"run.sh": "SLOT_ENABLED=0 torchrun train_gpt.py\n"})
+    assert {str(x.severity) for x in f} == {"WARN"}
+
+
+def test_a_validation_shard_linked_as_training_data_is_val_in_training(tmp_path):
+    readme = ("# Val-only\n\n```bash\nmkdir -p /data/valonly\n"
+              "ln -s /data/sp1024/fineweb_val_000000.bin /data/valonly/fineweb_train_000000.bin\n"
+              "ln -s /data/sp1024/fineweb_val_000000.bin /data/valonly/fineweb_val_000000.bin\n```\n")
+    script = "import torch\n\nif __name__ == '__main__':\n    pass\n"
+    f = by_rule(audit_findings(write_folder(tmp_path, {"train_gpt.py": script, "README.md": readme}),
+                               only=frozenset({"VAL_DATA_IN_TRAINING"})), "VAL_DATA_IN_TRAINING")
+    assert [(str(x.severity), x.file, x.line) for x in f] == [("FAIL", "README.md", 5)]
