@@ -58,9 +58,11 @@ def import_fail(sub, options):
     Known limits: WARN, not FAIL, for failures that may be this machine's (CUDA needed at import, a
     declared package not installed here, a sandbox limit hit, any other exception). A script with
     no `__main__` guard that calls its own functions or loops at the top level is reported and not
-    imported. The script's code can forge its own report; the sandbox contains it, it does not
-    verify it. Without bubblewrap the filesystem is the host's; without bubblewrap or unshare the
-    network is too, and the finding says so. With `--no-smoke` (and in `pgolf package`, which
+    imported. A report counts only through the harness's own pipe with the run's nonce, so a
+    script that writes a report of its own and exits is no pass; one that digs the nonce out of
+    the harness's memory (it runs in the same process) could still forge one. Without bubblewrap
+    the filesystem is the host's; without bubblewrap or unshare the network is too, and the
+    finding says so; the writable space is a size-limited tmpfs only under bubblewrap or unshare. With `--no-smoke` (and in `pgolf package`, which
     imports nothing) the rule is "not checked", never a pass.
     """
     result = smoke_result(sub, options)
