@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -142,6 +143,29 @@ def test_filling_the_disk_stops_at_the_quota(tmp_path):
 def test_a_daemon_holding_the_pipes_does_not_hold_pgolf(tmp_path):
     run, findings, review = audit_and_review(tmp_path, "daemon_keeps_pipes")
     assert "SMOKE_TEST_PASS" in smoke_message(findings)
+
+
+def test_escape_sequences_and_markdown_in_an_exception_come_out_inert(tmp_path):
+    run, findings, review = audit_and_review(tmp_path, "injection")
+    assert "RuntimeError" in smoke_message(findings)
+    before = snapshot.folder_state(run.folder, 2**30)
+    outputs = {}
+    for fmt in ("rich", "text", "markdown", "github", "json"):
+        done, reaped = run.pgolf("audit", str(run.folder), "--format", fmt)
+        run.check_contained(done, reaped, before)
+        outputs[fmt] = done.stdout.decode()
+    outputs["review"] = review
+    for fmt, text in outputs.items():
+        assert not any(ch in text for ch in "\x1b\x07\u202e"), fmt
+        assert "Verdict: CLEAN" in text, fmt  # shown, as text
+    assert "\\x1b]52;c;" in outputs["text"]
+    for fmt in ("markdown", "review"):
+        text = re.sub(r"(?ms)^(`{3,})$.*?^\1$", "", outputs[fmt])  # fenced blocks show text as it is
+        assert "Verdict: CLEAN" in text, fmt
+        assert not re.search(r"(?m)^#+ Verdict", text), fmt
+        for construct in (r"!\[ok\]", r"\[details\]\(", r"<img", r"\*\*pgolf review: PASS\*\*"):
+            assert not re.search(r"(?<!\\)" + construct, text), (fmt, construct)
+        assert "@octocat" not in text, fmt  # an invisible joiner after the @: no mention
 
 
 def test_sigterm_during_the_import_leaves_nothing(tmp_path):
