@@ -17,7 +17,6 @@ Output comes back only through pipes (`pipes`), the report only with the run's n
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hmac
 import json
@@ -28,7 +27,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -100,7 +98,7 @@ def run_smoke(sub: Submission, options, *, sandbox: Sandbox | None = None,
         tempdirs.remove_stale(parent, _PREFIX + "*", older_than_s=_STALE_S)  # left by a killed run
         tmp, lock = tempdirs.make(_PREFIX, parent=parent)
         try:
-            with _sigterm_unwinds():
+            with tempdirs.sigterm_unwinds():
                 _run_child(tmp.resolve(), sub, script, result, options.smoke_forward)
         finally:
             tempdirs.release(tmp, lock)
@@ -116,24 +114,6 @@ def entry_script(sub: Submission) -> Script | None:
         return sub.scripts[ENTRY_SCRIPT]
     top = [s for rel, s in sub.scripts.items() if "/" not in rel]
     return top[0] if len(top) == 1 else None
-
-
-@contextlib.contextmanager
-def _sigterm_unwinds():
-    """SIGTERM during the import unwinds like Ctrl-C, so the child is killed and the temporary
-    directory removed before pgolf ends (only the main thread can handle signals)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def terminated(signum, frame):
-        raise SystemExit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, terminated)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _run_child(tmp: Path, sub: Submission, script: Script, result: SmokeResult, forward: bool) -> None:

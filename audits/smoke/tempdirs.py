@@ -2,18 +2,23 @@
 killed.
 
 `make` creates a folder and holds an exclusive `flock` on it for as long as its owner runs (the
-kernel drops the lock when the owner dies, SIGKILL included); `remove_stale` removes the old
-folders of a pattern whose lock nobody holds. `remove_tree` removes a folder without recursion
+kernel drops the lock when the owner dies, SIGKILL included); `stale` finds the old folders of
+a pattern whose lock nobody holds, and `remove_stale` removes them; `sigterm_unwinds` has
+SIGTERM remove the folders as Ctrl-C does. `remove_tree` removes a folder without recursion
 and by file descriptor, so a 3,000-deep tree (paths far over PATH_MAX), unwritable folders and
 links are all handled; it never follows a link and never enters another mount.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
+import signal
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -21,25 +26,29 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 def make(prefix: str, *, suffix: str = "", parent: Path | None = None) -> tuple[Path, int]:
     """A new folder and the descriptor that holds its lock; `release` ends both."""
-    path = Path(tempfile.mkdtemp(prefix=prefix, suffix=suffix, dir=parent))
-    fd = os.open(path, _DIR_FLAGS)
-    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # new, so no one else holds it
-    return path, fd
+    while True:
+        path = Path(tempfile.mkdtemp(prefix=prefix, suffix=suffix, dir=parent))
+        fd = os.open(path, _DIR_FLAGS)
+        # Another run's `stale` may have taken the folder in the instant before the lock: then it
+        # is gone or going, and we start again.
+        if _lock(fd) and _ident(os.stat(path, follow_symlinks=False)) == _ident(os.fstat(fd)):
+            return path, fd
+        os.close(fd)
 
 
 def release(path: Path, fd: int) -> None:
-    """Remove the folder made by `make`, then drop its lock."""
+    """Remove the folder made by `make` (or given by `stale`), then drop its lock."""
     try:
         remove_tree(path)
     finally:
         os.close(fd)
 
 
-def remove_stale(parent: Path, pattern: str, *, older_than_s: float) -> list[Path]:
-    """Remove the folders in `parent` matching `pattern` that this user owns, that no live process
-    holds and that were last changed over `older_than_s` ago (a younger one without a lock may
-    belong to a pgolf that takes none, an older version); return them."""
-    removed = []
+def stale(parent: Path, pattern: str, *, older_than_s: float) -> Iterator[tuple[Path, int]]:
+    """The folders in `parent` matching `pattern` that this user owns, that no live process holds
+    and that were last changed over `older_than_s` ago (a younger one without a lock may belong to
+    a pgolf that takes none, an older version), each with the descriptor of the lock this process
+    now holds on it; the caller ends both with `release`."""
     for path in parent.glob(pattern):
         try:
             st = path.lstat()
@@ -49,17 +58,46 @@ def remove_stale(parent: Path, pattern: str, *, older_than_s: float) -> list[Pat
             fd = os.open(path, _DIR_FLAGS)
         except OSError:
             continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:  # its owner is alive
+        if _lock(fd):
+            yield path, fd
+        else:  # its owner is alive, or another run removed it first
             os.close(fd)
-            continue
-        try:
-            remove_tree(path)
-            removed.append(path)
-        finally:
-            os.close(fd)
+
+
+def remove_stale(parent: Path, pattern: str, *, older_than_s: float) -> list[Path]:
+    """Remove the `stale` folders; return them."""
+    removed = []
+    for path, fd in stale(parent, pattern, older_than_s=older_than_s):
+        release(path, fd)
+        removed.append(path)
     return removed
+
+
+def _lock(fd: int) -> bool:
+    """Take the folder's lock; False when another process holds it or the folder was removed."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return os.fstat(fd).st_nlink > 0
+
+
+@contextlib.contextmanager
+def sigterm_unwinds():
+    """SIGTERM unwinds like Ctrl-C, so the folders of the block are removed before the process
+    ends (only the main thread can handle signals; elsewhere this does nothing)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminated(signum, frame):
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def remove_tree(path: Path) -> None:
