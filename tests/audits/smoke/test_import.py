@@ -25,7 +25,8 @@ def only_finding(result):
     return result.findings[0]
 
 
-@pytest.mark.parametrize("fixture", ["sibling_import", "flash_attn_import", "triton_kernels", "custom_op"])
+@pytest.mark.parametrize("fixture", ["sibling_import", "flash_attn_import", "triton_kernels", "custom_op",
+                                     "torch_compile", "cuda_only_packages"])
 def test_legitimate_shapes_import(fixture, smoke_folder):
     result = smoke(smoke_folder(fixture))
     finding = only_finding(result)
