@@ -3,6 +3,9 @@ in the best sandbox this machine has (the sandbox tests cover every level)."""
 
 from __future__ import annotations
 
+import platform
+import sys
+
 import pytest
 
 from audits import api
@@ -100,6 +103,19 @@ def test_failures_are_classified_at_the_script_line(fixture, severity, line, tex
 def test_cuda_at_import_says_what_to_do(smoke_folder):
     finding = only_finding(smoke(smoke_folder("cuda_at_import")))
     assert finding.hint == "The script needs a GPU at import: move CUDA work into main()."
+
+
+def test_newer_syntax_than_the_python_that_ran_is_the_version_checks_not_a_second_fail(smoke_folder):
+    sub = smoke_folder("pep701_fstring")
+    report = api.audit([str(sub.root)], AuditOptions(smoke=True, only=frozenset({"IMPORT_FAIL", "PY_SYNTAX_TOO_NEW"})))
+    findings = report.submissions[0].findings
+    assert [f.rule for f in findings if f.severity == Severity.FAIL] == ["PY_SYNTAX_TOO_NEW"]  # the target is 3.10
+    (smoke,) = [f for f in findings if f.rule == "IMPORT_FAIL"]
+    if sys.version_info >= (3, 12):
+        assert smoke.severity == Severity.INFO and "SMOKE_TEST_PASS" in smoke.message
+    else:
+        assert (smoke.severity, smoke.line) == (Severity.WARN, 5)
+        assert f"on Python {platform.python_version()}, which is older than the syntax" in smoke.message
 
 
 def test_a_failure_at_a_stub_is_a_stub_limit_naming_the_name(smoke_folder):
