@@ -24,7 +24,7 @@ _NOT_A_DEFECT = "not counted as a defect: only syntax errors, undefined names an
 def findings(result, sub: Submission, script: Script | None) -> list[Finding]:
     if result.outcome == "no_script":
         return []
-    tag = _sandbox_tag(result.sandbox)
+    tag = _sandbox_tag(result)
     if result.outcome == "not_imported":
         line, what = result.not_imported
         return [found("IMPORT_FAIL", f"not imported: {script.rel} has no `if __name__ == \"__main__\":` "
@@ -49,10 +49,16 @@ def findings(result, sub: Submission, script: Script | None) -> list[Finding]:
     return out
 
 
-def _sandbox_tag(sandbox) -> str:
-    if sandbox.network_isolated:
-        return f"[sandbox: {sandbox.level}]"
-    return f"[sandbox: {sandbox.level}; ran WITHOUT network isolation]"
+def _sandbox_tag(result) -> str:
+    parts = [f"sandbox: {result.sandbox.level}"]
+    if not result.sandbox.network_isolated:
+        parts.append("ran WITHOUT network isolation")
+    if result.python and result.target_python:
+        ran = tuple(int(part) for part in result.python.split(".")[:2])
+        if ran != tuple(result.target_python):
+            target = ".".join(map(str, result.target_python))
+            parts.append(f"Python {result.python} ran it: no python{target} with torch is installed here")
+    return "[" + "; ".join(parts) + "]"
 
 
 def _passed(result, script: Script, tag: str) -> Finding:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import os
 import shutil
 import subprocess
@@ -82,6 +83,34 @@ def _probe() -> tuple[tuple[str, Sandbox], ...]:
     return tuple(found)
 
 
+@dataclasses.dataclass(frozen=True)
+class Interpreter:
+    path: str
+    paths: tuple[str, ...]  # what the sandbox must show for it to run: its folder and prefixes
+
+
+_PROBE = ("import importlib.util, json, os, sys\n"
+          "if importlib.util.find_spec('torch') is None: sys.exit(1)\n"
+          "print(json.dumps([sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]))")
+
+
+def interpreter(target: tuple[int, int]) -> Interpreter:
+    """The Python that runs the import: `pythonX.Y` of the target when it is on PATH with torch
+    installed, else the one running pgolf."""
+    if sys.version_info[:2] != tuple(target):
+        found = shutil.which(f"python{target[0]}.{target[1]}")
+        if found:
+            try:
+                done = subprocess.run([found, "-I", "-c", _PROBE], stdin=subprocess.DEVNULL,
+                                      capture_output=True, text=True, timeout=60)
+            except (OSError, subprocess.TimeoutExpired):
+                done = None
+            if done is not None and done.returncode == 0:
+                prefixes = [*json.loads(done.stdout), os.path.dirname(found)]
+                return Interpreter(found, tuple({*prefixes, *map(os.path.realpath, prefixes)}))
+    return Interpreter(sys.executable, tuple(_python_paths()))
+
+
 def _works(prefix) -> bool:
     """Whether the level's command runs Python here, with its tmpfs mounted."""
     with tempfile.TemporaryDirectory(prefix="pgolf-probe-") as tmp:
@@ -96,17 +125,18 @@ def _works(prefix) -> bool:
     return done.returncode == 0
 
 
-def command(sandbox: Sandbox, tmp: Path, area: Path, area_bytes: int, argv: list[str]) -> list[str]:
-    """The command line that runs `argv` at this level, in `area`, with `tmp` readable and
-    `area` writable (a tmpfs of `area_bytes` where the level has one)."""
+def command(sandbox: Sandbox, tmp: Path, area: Path, area_bytes: int, argv: list[str],
+            python: Interpreter) -> list[str]:
+    """The command line that runs `argv` with `python` at this level, in `area`, with `tmp`
+    readable and `area` writable (a tmpfs of `area_bytes` where the level has one)."""
     if sandbox.level == "bubblewrap":
-        return [*_bwrap_prefix(tmp, area, area_bytes), *argv]
+        return [*_bwrap_prefix(tmp, area, area_bytes, python.paths), *argv]
     if sandbox.level == "unshare":
         return [*_unshare_prefix(tmp, area, area_bytes), *argv]
     return list(argv)
 
 
-def _bwrap_prefix(tmp: Path, area: Path, area_bytes: int) -> list[str]:
+def _bwrap_prefix(tmp: Path, area: Path, area_bytes: int, python_paths=()) -> list[str]:
     if os.geteuid() == 0:
         # No user namespace: in one, only uid 0 would exist, and the child could not switch to
         # nobody. bwrap drops root's capabilities; the child needs these two to drop root itself.
@@ -121,7 +151,7 @@ def _bwrap_prefix(tmp: Path, area: Path, area_bytes: int) -> list[str]:
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm"]
     bound: list[str] = []
     made: set[str] = set()
-    for path in sorted({*_SYSTEM_PATHS, *_python_paths()}):
+    for path in sorted({*_SYSTEM_PATHS, *_python_paths(), *python_paths}):
         if not os.path.lexists(path) or any(path.startswith(b + "/") for b in bound):
             continue
         if os.path.islink(path) and path in _SYSTEM_PATHS:

@@ -25,7 +25,6 @@ import secrets
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -67,7 +66,9 @@ class SmokeResult:
     sandbox: Sandbox | None = None
     limits: Limits = Limits()
     seconds: float | None = None  # the import itself, timed inside the child
-    python: str | None = None
+    python: str | None = None  # the version that ran the import, as the child reports it
+    target_python: tuple[int, int] | None = None
+    interpreter: str = ""  # the Python that ran it: the target's when installed, else pgolf's own
     stubbed: list[str] = dataclasses.field(default_factory=list)
     dims: dict = dataclasses.field(default_factory=dict)
     code_bytes: int | None = None
@@ -91,6 +92,7 @@ def run_smoke(sub: Submission, options, *, sandbox: Sandbox | None = None,
         return SmokeResult(None, "no_script")
     result = SmokeResult(script.rel, "not_imported", sandbox=sandbox or isolation.best(), limits=limits,
                          code_bytes=len(script.data))
+    result.target_python = options.target_python
     result.not_imported = guard.starts_on_import(script.source)
     if result.not_imported is None:
         before = snapshot.folder_state(sub.root, _COPY_LIMIT)
@@ -153,9 +155,11 @@ def _run_child(tmp: Path, sub: Submission, script: Script, result: SmokeResult, 
                    "open_files": limits.open_files, "output_bytes": limits.output_bytes},
     }
     (runner / "config.json").write_text(json.dumps(config), encoding="utf-8")
-    argv = [sys.executable, "-I", "-B", str(runner / "child.py"), str(runner / "config.json")]
+    python = isolation.interpreter(result.target_python)
+    result.interpreter = python.path
+    argv = [python.path, "-I", "-B", str(runner / "child.py"), str(runner / "config.json")]
     # The tmpfs holds the working copy as well as what the script writes.
-    cmd = isolation.command(sandbox, tmp, area, limits.disk_bytes + copied, argv)
+    cmd = isolation.command(sandbox, tmp, area, limits.disk_bytes + copied, argv, python)
     try:
         returncode, streams, stop = _execute(cmd, tmp, area, limits, ends, nonce_read)
     finally:

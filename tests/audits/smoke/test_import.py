@@ -3,6 +3,7 @@ in the best sandbox this machine has (the sandbox tests cover every level)."""
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
 
@@ -116,6 +117,30 @@ def test_newer_syntax_than_the_python_that_ran_is_the_version_checks_not_a_secon
     else:
         assert (smoke.severity, smoke.line) == (Severity.WARN, 5)
         assert f"on Python {platform.python_version()}, which is older than the syntax" in smoke.message
+
+
+def test_the_target_python_runs_the_import_when_installed(smoke_folder, tmp_path, monkeypatch):
+    """A `python3.N` of the target on PATH with torch installed runs the import; one without torch
+    does not, and the finding names the Python that ran instead."""
+    other = (3, 10) if sys.version_info[:2] != (3, 10) else (3, 11)
+    label = f"{other[0]}.{other[1]}"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / f"python{label}"
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    sub = smoke_folder("sibling_import")
+    options = AuditOptions(smoke=True, target_python=other)
+
+    fake.write_text("#!/bin/sh\nexit 1\n")  # no torch there
+    fake.chmod(0o755)
+    result = smoke(sub, options)
+    assert result.outcome == "pass" and result.interpreter == sys.executable
+    assert f"Python {platform.python_version()} ran it: no python{label} with torch" in result.findings[0].message
+
+    fake.write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n")  # stands for a python{label} with torch
+    result = smoke(sub, options)
+    assert result.outcome == "pass", (result.stopped_by, result.error)
+    assert result.interpreter == str(fake)
 
 
 def test_a_failure_at_a_stub_is_a_stub_limit_naming_the_name(smoke_folder):
