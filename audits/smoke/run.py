@@ -38,7 +38,7 @@ _COPY_LIMIT = 64 * 2**20  # files larger than this (checkpoints, data) are not c
 _RESULT_LIMIT = 2**20
 _TAIL = 2000
 _PREFIX = "pgolf-smoke-"
-_STALE_S = 3600.0  # no import runs this long: an unlocked folder this old is a killed run's
+_SUFFIX = ".flock"  # locked while its run lives; an older pgolf's folders, never locked, lack it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,8 +97,8 @@ def run_smoke(sub: Submission, options, *, sandbox: Sandbox | None = None,
     if result.not_imported is None:
         before = snapshot.folder_state(sub.root, _COPY_LIMIT)
         parent = Path(tempfile.gettempdir())
-        tempdirs.remove_stale(parent, _PREFIX + "*", older_than_s=_STALE_S)  # left by a killed run
-        tmp, lock = tempdirs.make(_PREFIX, parent=parent)
+        tempdirs.remove_stale(parent, _PREFIX + "*" + _SUFFIX)  # left by a killed run
+        tmp, lock = tempdirs.make(_PREFIX, suffix=_SUFFIX, parent=parent)
         try:
             with tempdirs.sigterm_unwinds():
                 _run_child(tmp.resolve(), sub, script, result, options.smoke_forward)

@@ -2,8 +2,8 @@
 killed.
 
 `make` creates a folder and holds an exclusive `flock` on it for as long as its owner runs (the
-kernel drops the lock when the owner dies, SIGKILL included); `stale` finds the old folders of
-a pattern whose lock nobody holds, and `remove_stale` removes them; `sigterm_unwinds` has
+kernel drops the lock when the owner dies, SIGKILL included); `stale` finds the folders of a
+pattern whose lock nobody holds, and `remove_stale` removes them; `sigterm_unwinds` has
 SIGTERM remove the folders as Ctrl-C does. `remove_tree` removes a folder without recursion
 and by file descriptor, so a 3,000-deep tree (paths far over PATH_MAX), unwritable folders and
 links are all handled; it never follows a link and never enters another mount.
@@ -17,7 +17,6 @@ import os
 import signal
 import tempfile
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -44,16 +43,13 @@ def release(path: Path, fd: int) -> None:
         os.close(fd)
 
 
-def stale(parent: Path, pattern: str, *, older_than_s: float) -> Iterator[tuple[Path, int]]:
-    """The folders in `parent` matching `pattern` that this user owns, that no live process holds
-    and that were last changed over `older_than_s` ago (a younger one without a lock may belong to
-    a pgolf that takes none, an older version), each with the descriptor of the lock this process
-    now holds on it; the caller ends both with `release`."""
+def stale(parent: Path, pattern: str) -> Iterator[tuple[Path, int]]:
+    """The folders in `parent` matching `pattern` that this user owns and no live process holds,
+    each with the descriptor of the lock this process now holds on it; the caller ends both with
+    `release`. The pattern must name only folders made by `make`: any other is unlocked."""
     for path in parent.glob(pattern):
         try:
-            st = path.lstat()
-            if (not path.is_dir() or path.is_symlink() or st.st_uid != os.geteuid()
-                    or time.time() - st.st_mtime < older_than_s):
+            if not path.is_dir() or path.is_symlink() or path.lstat().st_uid != os.geteuid():
                 continue
             fd = os.open(path, _DIR_FLAGS)
         except OSError:
@@ -64,10 +60,10 @@ def stale(parent: Path, pattern: str, *, older_than_s: float) -> Iterator[tuple[
             os.close(fd)
 
 
-def remove_stale(parent: Path, pattern: str, *, older_than_s: float) -> list[Path]:
+def remove_stale(parent: Path, pattern: str) -> list[Path]:
     """Remove the `stale` folders; return them."""
     removed = []
-    for path, fd in stale(parent, pattern, older_than_s=older_than_s):
+    for path, fd in stale(parent, pattern):
         release(path, fd)
         removed.append(path)
     return removed

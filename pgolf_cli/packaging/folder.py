@@ -52,7 +52,7 @@ def recover(target: Path) -> None:
     if not target.parent.is_dir():
         return
     pattern = glob.escape(f".{target.name}.") + "*" + _SUFFIX
-    for staging, lock in tempdirs.stale(target.parent, pattern, older_than_s=0):
+    for staging, lock in tempdirs.stale(target.parent, pattern):
         aside = staging / _ASIDE
         if aside.is_dir() and not aside.is_symlink() and not _exists(target):
             os.rename(aside, target)

@@ -107,15 +107,14 @@ def test_a_deep_tree_in_the_copy_is_cleaned_up(sandbox, tmp_path, own_tmpdir):
 
 
 def test_a_killed_runs_folder_is_removed_at_the_next_start(smoke_folder, own_tmpdir):
-    stale = own_tmpdir / "pgolf-smoke-left"
+    stale = own_tmpdir / "pgolf-smoke-left.flock"
     (stale / "area" / "deep").mkdir(parents=True)  # nobody holds its lock
-    os.utime(stale, (0, 0))  # and it is old
-    young = own_tmpdir / "pgolf-smoke-young"  # no lock, but new: an older pgolf's, maybe at work
-    young.mkdir()
-    live, lock = tempdirs.make("pgolf-smoke-", parent=own_tmpdir)
+    older = own_tmpdir / "pgolf-smoke-older"  # an older pgolf's, which takes no lock: maybe at work
+    older.mkdir()
+    live, lock = tempdirs.make("pgolf-smoke-", suffix=".flock", parent=own_tmpdir)
     try:
         result = run_smoke(smoke_folder("sibling_import"), AuditOptions(smoke=True), limits=QUICK)
         assert result.outcome == "pass"
-        assert sorted(own_tmpdir.iterdir()) == sorted([live, young])
+        assert sorted(own_tmpdir.iterdir()) == sorted([live, older])
     finally:
         tempdirs.release(live, lock)
