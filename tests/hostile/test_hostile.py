@@ -168,22 +168,43 @@ def test_escape_sequences_and_markdown_in_an_exception_come_out_inert(tmp_path):
         assert "@octocat" not in text, fmt  # an invisible joiner after the @: no mention
 
 
-def test_sigterm_during_the_import_leaves_nothing(tmp_path):
-    """pgolf is terminated while the script sleeps: the child dies with it and the temporary
-    folder goes."""
-    run = Run(tmp_path, "hang")
+def _signal_during_the_import(run: Run, sig: int) -> tuple[bytes, dict]:
+    """Start `pgolf audit` on the attack, send `sig` to pgolf once the import runs; return its
+    output and what the reaper found."""
     proc = subprocess.Popen([sys.executable, str(HERE / "reaper.py"), str(run.result), str(TIME_LIMIT_S),
                              *PGOLF, "audit", str(run.folder)], cwd=run.cwd, env=run.env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     pgolf = _wait_for_child_of(proc.pid, TIME_LIMIT_S)
     _wait_for(lambda: any(run.tmpdir.glob("pgolf-smoke-*/area")), TIME_LIMIT_S)
-    os.kill(pgolf, signal.SIGTERM)
+    os.kill(pgolf, sig)
     stdout, stderr = proc.communicate(timeout=TIME_LIMIT_S)
-    reaped = json.loads(run.result.read_text())
+    return stdout + stderr, json.loads(run.result.read_text())
+
+
+def test_sigterm_during_the_import_leaves_nothing(tmp_path):
+    """pgolf is terminated while the script sleeps: the child dies with it and the temporary
+    folder goes."""
+    run = Run(tmp_path, "hang")
+    output, reaped = _signal_during_the_import(run, signal.SIGTERM)
     assert reaped["returncode"] == 128 + signal.SIGTERM
     assert reaped["leftovers"] == []
     assert list(run.tmpdir.iterdir()) == []
-    assert run.token.encode() not in stdout + stderr
+    assert run.token.encode() not in output
+
+
+def test_a_sigkilled_runs_folder_goes_with_the_next_run(tmp_path):
+    """pgolf is killed while the script sleeps: its temporary folder stays, with no lock held, and
+    the next audit removes it."""
+    run = Run(tmp_path, "hang")
+    output, reaped = _signal_during_the_import(run, signal.SIGKILL)
+    assert reaped["returncode"] == -signal.SIGKILL
+    if BEST.level == "bubblewrap":  # --die-with-parent; elsewhere the child outlives a SIGKILLed pgolf
+        assert reaped["leftovers"] == []
+    assert [p.name.startswith("pgolf-smoke-") for p in run.tmpdir.iterdir()] == [True]
+    shutil.copytree(HERE / "daemon_keeps_pipes", run.folder, dirs_exist_ok=True)  # one that ends
+    done, reaped = run.pgolf("audit", str(run.folder))
+    assert reaped["returncode"] in (0, 1), done.stderr[-2000:]
+    assert list(run.tmpdir.iterdir()) == []
 
 
 def _wait_for_child_of(pid: int, timeout_s: float) -> int:
