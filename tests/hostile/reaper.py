@@ -1,7 +1,8 @@
 """Run a command as a child subreaper, so that every process it leaves behind becomes our child:
 then list them, kill them and wait for them. Prints nothing of its own on stdout or stderr (the
-command's output passes through); writes {"returncode", "leftovers"} as JSON to the file named
-first. Processes that are already dead (zombies) are not counted.
+command's output passes through); writes {"returncode", "leftovers", "max_rss_kib"} as JSON to
+the file named first (the largest resident size of any process it waited for, itself or through
+its own parent). Processes that are already dead (zombies) are not counted.
 
     python reaper.py RESULT.json TIMEOUT_S COMMAND...
 """
@@ -9,6 +10,7 @@ first. Processes that are already dead (zombies) are not counted.
 import ctypes
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -65,7 +67,8 @@ def main(result_path: str, timeout_s: str, *command: str) -> None:
         except ChildProcessError:
             break
     with open(result_path, "w") as handle:
-        json.dump({"returncode": returncode, "leftovers": leftovers}, handle)
+        json.dump({"returncode": returncode, "leftovers": leftovers,
+                   "max_rss_kib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}, handle)
 
 
 if __name__ == "__main__":

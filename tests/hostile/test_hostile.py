@@ -1,6 +1,7 @@
 """Hostile submissions through `pgolf audit` and `pgolf review`, each in a separate process with a
 time limit, checked from outside: no secret in any output, nothing written outside the copy, no
-process left, no temporary folder left, exit 0/1/2 with at most one line on stderr.
+process left, no temporary folder left, exit 0/1/2 with at most one line on stderr, bounded
+time and memory.
 
 Each folder here is one attack, a train_gpt.py that reads targets.json (what it aims at: here a
 secret file in the caller's HOME). pgolf runs with a planted GITHUB_TOKEN, a HOME that holds a
@@ -30,6 +31,7 @@ HERE = Path(__file__).parent
 BEST = next(iter(SANDBOXES.values()))
 PGOLF = [sys.executable, "-c", "from pgolf_cli.main import main; main()"]
 TIME_LIMIT_S = 400  # generous: the smoke import's own wall-clock limit is 120 s
+MEMORY_LIMIT_KIB = 6 * 2**20  # pgolf, and the import under its own 4 GiB limit
 
 
 class Run:
@@ -67,6 +69,7 @@ class Run:
         assert reaped["returncode"] in (0, 1, 2), done.stderr[-2000:]
         assert len(done.stderr.strip().splitlines()) <= 1, done.stderr[-2000:]
         assert reaped["leftovers"] == []
+        assert reaped["max_rss_kib"] < MEMORY_LIMIT_KIB
         assert list(self.tmpdir.iterdir()) == []  # no pgolf-smoke-* folder, nothing else
         assert list(self.cwd.iterdir()) == []
         assert sorted(p.name for p in self.home.iterdir()) == [".netrc"]
