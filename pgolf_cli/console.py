@@ -14,6 +14,7 @@ from rich.text import Text
 from audits import catalogue, registry
 from audits.engine import AuditReport
 from audits.findings import Severity
+from audits.report.neutral import terminal
 from audits.report.text import fmt_bpb, fmt_int, fmt_ms
 from audits.submission import runs
 
@@ -53,8 +54,8 @@ def print_report(report: AuditReport) -> None:
         verdict = r.verdict(o.strict)
         style = {"ILLEGAL": "bold red", "NEEDS_ACTION": "bold yellow", "PASS": "bold green"}[verdict]
         console.print()
-        console.print(Text.assemble((verdict, style), "  ", (str(sub.root), "bold")))
-        console.print(f"[dim]track {sub.track} ({sub.track_origin})[/]")
+        console.print(Text.assemble((verdict, style), "  ", (terminal(str(sub.root)), "bold")))
+        console.print(Text(terminal(f"track {sub.track} ({sub.track_origin})"), style="dim"))
         if sub.logs:
             table = Table(show_edge=False, pad_edge=False)
             for header in ("seed", "log", "val_bpb", "from line", "train", "eval", "artifact"):
@@ -62,7 +63,7 @@ def print_report(report: AuditReport) -> None:
             for log in sub.logs:
                 row = runs.seed_row(log)
                 src = row["sources"].get("val_bpb", {})
-                table.add_row("-" if row["seed"] is None else str(row["seed"]), row["log"],
+                table.add_row("-" if row["seed"] is None else str(row["seed"]), terminal(row["log"]),
                               fmt_bpb(row["val_bpb"]),
                               f"{row['score_metric']}:{src.get('line')}" if row["score_metric"] else "no final score",
                               fmt_ms(row["train_time_ms"]), fmt_ms(row["eval_time_ms"]),
@@ -71,17 +72,17 @@ def print_report(report: AuditReport) -> None:
         for f in r.findings:
             head = Text.assemble((f"{f.severity!s:<4} ", _STYLE[str(f.severity)]), (f.rule, "bold"))
             if f.location():
-                head.append(f"  {f.location()}", style="cyan")
+                head.append(terminal(f"  {f.location()}"), style="cyan")
             console.print(head)
-            console.print(Text("     " + f.message + (f"  [waived: {f.waived}]" if f.waived else "")))
+            console.print(Text(terminal("     " + f.message + (f"  [waived: {f.waived}]" if f.waived else ""))))
             if f.via:
-                console.print(Text(f"     via {f.via}", style="dim"))
+                console.print(Text(terminal(f"     via {f.via}"), style="dim"))
             if f.evidence:
-                console.print(Text(f"     {f.evidence}", style="dim"))
+                console.print(Text(terminal(f"     {f.evidence}"), style="dim"))
             if f.hint and f.severity > 0:
-                console.print(Text(f"     fix: {f.hint}", style="green"))
+                console.print(Text(terminal(f"     fix: {f.hint}"), style="green"))
         for error in r.errors:
-            console.print(Text(f"ERROR {error}", style="bold red"))
+            console.print(Text(terminal(f"ERROR {error}"), style="bold red"))
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -110,4 +111,4 @@ def finding_lines(sub, indent: str, explanations: dict[str, str] | None = None) 
         elif f.hint:
             out.append(f"{indent}     fix: {f.hint}")
     out += [f"{indent}ERROR {error}" for error in sub.errors]
-    return out
+    return [terminal(line) for line in out]

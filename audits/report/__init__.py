@@ -1,4 +1,5 @@
-"""Renderings of an audit report; each format is a pure function of the report."""
+"""Renderings of an audit report; each format is a pure function of the report. Every string that
+came from a submission goes through `neutral` on its way out."""
 
 from __future__ import annotations
 

@@ -4,15 +4,9 @@ from __future__ import annotations
 
 from audits.engine import AuditReport
 from audits.report.paths import repo_file
+from audits.report.neutral import github as _escape
 
 _LEVEL = {"FAIL": "error", "WARN": "warning", "INFO": "notice"}
-
-
-def _escape(text: str, prop: bool = False) -> str:
-    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    if prop:
-        text = text.replace(":", "%3A").replace(",", "%2C")
-    return text
 
 
 def render_github(report: AuditReport) -> str:

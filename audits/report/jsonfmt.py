@@ -7,6 +7,8 @@ import math
 
 from audits import __version__
 from audits.engine import AuditReport, SubmissionReport, level_of
+from audits.engine import AuditReport, SubmissionReport
+from audits.report import neutral
 from audits.submission import runs
 
 SCHEMA_VERSION = 2  # 2: verdict ILLEGAL / NEEDS_ACTION / PASS, findings carry their level
@@ -57,4 +59,4 @@ def report_dict(report: AuditReport) -> dict:
 
 
 def render_json(report: AuditReport) -> str:
-    return json.dumps(report_dict(report), indent=2, ensure_ascii=False) + "\n"
+    return neutral.json_text(json.dumps(report_dict(report), indent=2, ensure_ascii=False)) + "\n"

@@ -12,14 +12,8 @@ from audits import __version__, catalogue
 from audits.engine import AuditReport
 from audits.findings import Severity
 from audits.registry import CHECKS
+from audits.report.neutral import code, fence, markdown
 from audits.report.text import seed_table
-
-
-def _fence(text: str) -> str:
-    fence = "```"
-    while fence in text:
-        fence += "`"
-    return f"{fence}\n{text}\n{fence}"
 
 
 def _verdict_line(r, strict: bool) -> str:
@@ -38,7 +32,7 @@ def render_markdown(report: AuditReport) -> str:
     out = []
     for r in report.submissions:
         sub = r.submission
-        out.append(f"## pgolf audit: {r.verdict(o.strict)} - {sub.name}")
+        out.append(f"## pgolf audit: {r.verdict(o.strict)} - {markdown(sub.name)}")
         out.append("")
         out.append(_verdict_line(r, o.strict))
         out.append("")
@@ -49,7 +43,7 @@ def render_markdown(report: AuditReport) -> str:
             out.append("| " + " | ".join(rows[0]) + " |")
             out.append("|" + "---|" * len(rows[0]))
             for row in rows[1:]:
-                out.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
+                out.append("| " + " | ".join(markdown(cell) for cell in row) + " |")
         problems = [f for f in r.findings if f.severity > 0 and not f.waived]
         if problems:
             out.append("")
@@ -57,13 +51,13 @@ def render_markdown(report: AuditReport) -> str:
         for f in problems:
             rule = catalogue.get(f.rule)
             out.append("")
-            out.append(f"#### {f.severity} `{f.rule}`: {f.message}")
+            out.append(f"#### {f.severity} `{f.rule}`: {markdown(f.message)}")
             if f.location():
-                out.append(f"At `{f.location()}`" + (f" ({f.via})" if f.via else "") + ".")
+                out.append(f"At {code(f.location())}" + (f" ({markdown(f.via)})" if f.via else "") + ".")
             if f.evidence:
-                out.append(_fence(f.evidence))
+                out.append(fence(f.evidence))
             if f.hint:
-                out.append(f"Fix: {f.hint}")
+                out.append(f"Fix: {markdown(f.hint)}")
             cond = f" ({', '.join(rule.conditions)})" if rule.conditions else ""
             out.append(f"Rule: {rule.summary}{cond} Source: {f.source}.")
         infos = [f for f in r.findings if f.severity == 0]
@@ -71,8 +65,8 @@ def render_markdown(report: AuditReport) -> str:
             out.append("")
             out.append("### Checked and found legal, or noted")
             for f in infos:
-                where = f" (`{f.location()}`)" if f.location() else ""
-                out.append(f"- `{f.rule}`{where}: {f.message}")
+                where = f" ({code(f.location())})" if f.location() else ""
+                out.append(f"- `{f.rule}`{where}: {markdown(f.message)}")
         quiet = [rule.id for rule in catalogue.RULES if rule.id in CHECKS and o.selected(rule.id)
                  and not any(f.rule == rule.id for f in r.findings)]
         if quiet:
@@ -84,9 +78,9 @@ def render_markdown(report: AuditReport) -> str:
             out.append("")
             out.append("### Waived")
             for f in waived:
-                out.append(f"- `{f.rule}`: {f.message} (waived: {f.waived})")
+                out.append(f"- `{f.rule}`: {markdown(f.message)} (waived: {markdown(f.waived)})")
         for error in r.errors:
-            out.append(f"\n**pgolf internal error:** {error}")
+            out.append(f"\n**pgolf internal error:** {markdown(error)}")
         out.append("")
     out.append(f"<sub>pgolf {__version__}, Python target {o.python_label}.</sub>")
     return "\n".join(out) + "\n"

@@ -17,6 +17,7 @@ from audits.context import AuditOptions
 from audits.engine import AuditReport, SubmissionReport
 from audits.findings import Finding, Severity
 from audits.report.paths import REPO_PATH_RULES, repo_location
+from audits.report.neutral import code, fence, markdown
 from audits.stats import mean, sample_var
 from audits.submission import LOG_LIMIT, Submission, read_bounded, runs
 
@@ -45,7 +46,7 @@ def _submission(r: SubmissionReport, o: AuditOptions) -> str:
     if r.errors:
         verdict = "ERROR"
     failing = list(dict.fromkeys(f.rule for f in active if f.severity == Severity.FAIL))  # deciding first
-    line = (f"**pgolf review: {verdict}** for `{_title(sub)}`: {counts[Severity.FAIL]} FAIL, "
+    line = (f"**pgolf review: {verdict}** for {code(_title(sub))}: {counts[Severity.FAIL]} FAIL, "
             f"{counts[Severity.WARN]} WARN, {counts[Severity.INFO]} INFO"
             + (f" (failing: {', '.join(f'`{x}`' for x in failing)})" if failing else "") + ".")
     out = [line, "", _bpb(sub), "", _compliance(r, o)]
@@ -57,14 +58,14 @@ def _submission(r: SubmissionReport, o: AuditOptions) -> str:
     notes = [f for f in active if f.severity == Severity.INFO]
     if notes:
         out += ["", "<details><summary>Noted (INFO)</summary>", ""]
-        out += [f"- `{f.rule}`" + (f" at `{repo_location(sub, f)}`" if f.file else "") + f": {f.message}"
+        out += [f"- `{f.rule}`" + (f" at {code(repo_location(sub, f))}" if f.file else "") + f": {markdown(f.message)}"
                 for f in notes]
         out += ["", "</details>"]
     waived = [f for f in r.findings if f.waived is not None]
     if waived:
-        out += ["", "Waived: " + "; ".join(f"`{f.rule}` ({f.waived})" for f in waived)]
+        out += ["", "Waived: " + "; ".join(f"`{f.rule}` ({markdown(f.waived)})" for f in waived)]
     for error in r.errors:
-        out += ["", f"**pgolf internal error:** {error}"]
+        out += ["", f"**pgolf internal error:** {markdown(error)}"]
     out += ["", _smoke(r)]
     return "\n".join(out)
 
@@ -80,7 +81,7 @@ def _bpb(sub: Submission) -> str:
         return f"**BPB:** no log has a final score; {claimed}."
     values = [s.val_bpb for _, s in scored]
     spread = f" ± {math.sqrt(sample_var(values)):.5f} (std)" if len(values) > 1 else ""
-    per_log = ", ".join(f"`{log.rel}:{s.line}` {s.val_bpb}" for log, s in scored)
+    per_log = ", ".join(f"{code(f'{log.rel}:{s.line}')} {s.val_bpb}" for log, s in scored)
     return (f"**BPB:** the logs' final scores average **{mean(values):.8f}**{spread} over "
             f"{len(values)} log(s) ({per_log}); {claimed}.")
 
@@ -102,27 +103,20 @@ def _compliance(r: SubmissionReport, o: AuditOptions) -> str:
 
 def _finding(sub: Submission, f: Finding) -> str:
     rule = catalogue.get(f.rule)
-    head = f"#### {f.severity} `{f.rule}`" + (f" at `{repo_location(sub, f)}`" if f.file else "")
-    out = [head, "", f.message + "."]
+    head = f"#### {f.severity} `{f.rule}`" + (f" at {code(repo_location(sub, f))}" if f.file else "")
+    out = [head, "", markdown(f.message) + "."]
     if f.via:
-        out.append(f"(The line is {f.via}.)")
+        out.append(f"(The line is {markdown(f.via)}.)")
     excerpt = _excerpt(sub, f)
     if excerpt:
-        out += ["", _fence(excerpt)]
+        out += ["", fence(excerpt)]
     elif f.evidence:
-        out += ["", _fence(f.evidence)]
+        out += ["", fence(f.evidence)]
     if f.hint:
-        out += ["", f"Fix: {f.hint}"]
+        out += ["", f"Fix: {markdown(f.hint)}"]
     conditions = f" ({', '.join(rule.conditions)})" if rule.conditions else ""
     out += ["", f"Rule{conditions}: {rule.summary} Source: {f.source}."]
     return "\n".join(out)
-
-
-def _fence(text: str) -> str:
-    fence = "```"
-    while fence in text:
-        fence += "`"
-    return f"{fence}\n{text}\n{fence}"
 
 
 def _lines_of(sub: Submission, rel: str, via: bool) -> list[str] | None:
@@ -167,4 +161,4 @@ def _smoke(r: SubmissionReport) -> str:
     smoke = [f for f in r.findings if f.rule in SMOKE_RULES]
     if not smoke:
         return "**Smoke test:** did not run (this review ran no sandboxed CPU import)."
-    return "**Smoke test:** " + " ".join(f"{f.severity} `{f.rule}`: {f.message}." for f in smoke)
+    return "**Smoke test:** " + " ".join(f"{f.severity} `{f.rule}`: {markdown(f.message)}." for f in smoke)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from audits import __version__
 from audits.engine import AuditReport
 from audits.findings import Severity
+from audits.report import neutral
 from audits.submission import runs
 
 
@@ -70,4 +71,4 @@ def render_text(report: AuditReport) -> str:
         out.append(f"  summary: {counts[Severity.FAIL]} FAIL, {counts[Severity.WARN]} WARN, "
                    f"{counts[Severity.INFO]} INFO"
                    + (f", {waived} waived" if waived else ""))
-    return "\n".join(out) + "\n"
+    return neutral.terminal("\n".join(out)) + "\n"

@@ -38,30 +38,37 @@ def smoke_result(sub, options):
 @check("IMPORT_FAIL")
 def import_fail(sub, options):
     """What it checks: with `--smoke` (the default when torch is installed), the entry script
-    (`train_gpt.py`, after unwrapping) is run as a module that is not `__main__` in a fresh
-    process inside a sandbox: a temporary copy of the folder, no network, a scrubbed environment,
-    limits on time, memory, processes, open files and output, and FlashAttention, CUTLASS and
-    (when missing) Triton replaced by stubs. A passing import is recorded as INFO
-    `SMOKE_TEST_PASS` with the model's layers, width and vocabulary when they can be read from
-    class attributes, the code bytes, the sandbox used, and the import time in its evidence.
+    (`train_gpt.py`, after unwrapping) is run as a module that is not `__main__` in a fresh process
+    inside a sandbox: a temporary copy of the folder, no network, a scrubbed environment, limits on
+    time, memory, processes, open files, output and disk, and FlashAttention, CUTLASS, other
+    CUDA-only packages (mamba_ssm, causal_conv1d) and (when missing) Triton replaced by stubs. It
+    runs on the target Python (`python3.10` for `--python 3.10`) when one with torch is installed,
+    else on pgolf's own, and the finding then names the Python that ran it. A passing import is
+    recorded as INFO `SMOKE_TEST_PASS` with the model's layers, width and vocabulary when they can
+    be read from class attributes, the code bytes, the sandbox used, and the import time in its
+    evidence.
 
     Why it matters: the README requires that the script "must compile and run" from inside the
     records folder; "does it even import?" is the first thing a reviewer checks on a CPU box.
 
-    Illegal (FAIL): a SyntaxError; a NameError; `import mamba_ssm` when it is neither installed
-    nor in requirements.txt.
+    Illegal (FAIL): a SyntaxError; a NameError; an import of a package that is neither installed nor
+    in requirements.txt.
 
     Legal: `from flash_attn_interface import flash_attn_varlen_func`; `@triton.jit` kernels and
     `@torch.library.custom_op` at module level; sibling modules of the folder; CUDA work inside
     `main()` under `if __name__ == "__main__":`.
 
     Known limits: WARN, not FAIL, for failures that may be this machine's (CUDA needed at import, a
-    declared package not installed here, a sandbox limit hit, any other exception). A script with
-    no `__main__` guard that calls its own functions or loops at the top level is reported and not
-    imported. The script's code can forge its own report; the sandbox contains it, it does not
-    verify it. Without bubblewrap the filesystem is the host's; without bubblewrap or unshare the
-    network is too, and the finding says so. With `--no-smoke` (and in `pgolf package`, which
-    imports nothing) the rule is "not checked", never a pass.
+    declared package not installed here, a sandbox limit hit, any other exception, and a syntax
+    error that is only syntax newer than the Python that ran it, which PY_SYNTAX_TOO_NEW reports
+    against the target). A script with no `__main__` guard that calls its own functions or loops at
+    the top level is reported and not imported. A report counts only through the harness's own pipe
+    with the run's nonce, so a script that writes a report of its own and exits is no pass; one that
+    digs the nonce out of the harness's memory (it runs in the same process) could still forge one.
+    Without bubblewrap the filesystem is the host's; without bubblewrap or unshare the network is
+    too, and the finding says so; the writable space is a size-limited tmpfs only under bubblewrap
+    or unshare. With `--no-smoke` (and in `pgolf package`, which imports nothing) the rule is "not
+    checked", never a pass.
     """
     result = smoke_result(sub, options)
     if result is not None:

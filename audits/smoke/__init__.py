@@ -3,5 +3,8 @@ GPU-only modules stubbed, and classify what happened.
 
 Modules: `isolation` (sandbox levels, command, environment), `stubs` and `child` (the child side,
 standard library only), `guard` (static check for a script that trains on import), `run`
-(`run_smoke`, the parent side) and `classify` (findings from a result).
+(`run_smoke`, the parent side), `pipes` (the child's output and report, read by the parent),
+`reap` (killing what the child started), `snapshot` (the bounded copy and fingerprint of the
+folder), `tempdirs` (locked temporary folders and their removal) and `classify` (findings from a
+result).
 """

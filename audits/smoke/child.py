@@ -1,10 +1,15 @@
 """The child side of the smoke import: runs inside the sandbox as `python -I -B child.py CONFIG`.
 
 It uses only the standard library until it runs the script (it is started by path, not as part
-of pgolf): set the resource limits, drop root, install the GPU stubs, run the script's source as
-a module that is not `__main__`, then write what happened to the result file as JSON. Everything
-after the limits are set is untrusted: a hostile script can forge the result, so the parent
-treats it as a report, never as proof.
+of pgolf): read the run's nonce from its pipe and close it, drop root, copy the folder into the
+sandbox area, set the resource limits, install the GPU stubs, run the script's source as a module
+that is not `__main__`, then write the nonce and what happened, as JSON, to the result pipe.
+
+The parent believes a report only when it comes through that pipe (the script cannot replace
+it; files it writes are never read) with the nonce, which is in no environment, argument or file
+the script can read: a script that writes a report of its own and exits cannot forge a pass. The
+script runs in this process, so one that goes looking for the nonce in the harness's memory, or
+that changes what the harness reports after the import, still can; the sandbox contains it.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import signal
 import sys
 import time
@@ -40,12 +46,14 @@ class CPUTimeLimit(BaseException):
 
 def main(config_path: str) -> None:
     config = json.loads(Path(config_path).read_text(encoding="utf-8"))
-    _set_limits(config["limits"])
+    nonce = _read_nonce(config["nonce_fd"])
     if config["uid"] is not None:
         # Root is exempt from the process limit, and may read root-only files: run as nobody.
         os.setgroups([])
         os.setgid(config["uid"])
         os.setuid(config["uid"])
+    _prepare_area(config)
+    _set_limits(config["limits"])  # after the copy: the per-file limit is lower than the copy's
     stubs = _load_stubs()
     roots = stubs.install()
     result = {"python": platform.python_version(), "stubbed": list(roots)}
@@ -64,10 +72,34 @@ def main(config_path: str) -> None:
         result.update(ok=True, seconds=time.perf_counter() - start, dims=_dims(module))
         if config["forward"]:
             result["forward"] = _forward(module)
-    Path(config["result"]).write_text(json.dumps(result), encoding="utf-8")
+    _report(config["result_fd"], nonce + b"\n" + json.dumps(result).encode())
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # no atexit handlers or thread joins of the script
+
+
+def _read_nonce(fd: int) -> bytes:
+    """The parent wrote the nonce and closed its end before this process started."""
+    data = b""
+    while chunk := os.read(fd, 256):
+        data += chunk
+    os.close(fd)
+    return data.strip()
+
+
+def _prepare_area(config: dict) -> None:
+    area = Path(config["area"])
+    (area / "home").mkdir()
+    (area / "tmp").mkdir()
+    shutil.copytree(config["src"], config["folder"], symlinks=True)
+    os.chdir(config["folder"])
+
+
+def _report(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.close(fd)
 
 
 def _set_limits(limits: dict) -> None:

@@ -2,7 +2,8 @@
 
 Only three failures are the submission's own defects, and FAIL: a syntax error, an undefined
 name, and a module that is neither installed nor declared (requirements.txt or the reference
-environment). A failure at a stubbed GPU-only name is IMPORT_STUB_LIMIT (WARN). Anything else
+environment). A syntax error that is only newer syntax than the Python that ran the import is
+a WARN: the Python-version check (PY_SYNTAX_TOO_NEW) reports that syntax against the target. A failure at a stubbed GPU-only name is IMPORT_STUB_LIMIT (WARN). Anything else
 (CUDA work at import, a declared package missing here, a sandbox limit) is a WARN under
 IMPORT_FAIL that says why it is not counted as a defect.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import errno
 
+from audits import pyversion
 from audits.findings import Finding, Severity
 from audits.registry import found
 from audits.submission import Script, Submission
@@ -22,7 +24,7 @@ _NOT_A_DEFECT = "not counted as a defect: only syntax errors, undefined names an
 def findings(result, sub: Submission, script: Script | None) -> list[Finding]:
     if result.outcome == "no_script":
         return []
-    tag = _sandbox_tag(result.sandbox)
+    tag = _sandbox_tag(result)
     if result.outcome == "not_imported":
         line, what = result.not_imported
         return [found("IMPORT_FAIL", f"not imported: {script.rel} has no `if __name__ == \"__main__\":` "
@@ -47,10 +49,16 @@ def findings(result, sub: Submission, script: Script | None) -> list[Finding]:
     return out
 
 
-def _sandbox_tag(sandbox) -> str:
-    if sandbox.network_isolated:
-        return f"[sandbox: {sandbox.level}]"
-    return f"[sandbox: {sandbox.level}; ran WITHOUT network isolation]"
+def _sandbox_tag(result) -> str:
+    parts = [f"sandbox: {result.sandbox.level}"]
+    if not result.sandbox.network_isolated:
+        parts.append("ran WITHOUT network isolation")
+    if result.python and result.target_python:
+        ran = tuple(int(part) for part in result.python.split(".")[:2])
+        if ran != tuple(result.target_python):
+            target = ".".join(map(str, result.target_python))
+            parts.append(f"Python {result.python} ran it: no python{target} with torch is installed here")
+    return "[" + "; ".join(parts) + "]"
 
 
 def _passed(result, script: Script, tag: str) -> Finding:
@@ -90,6 +98,12 @@ def _failed(result, sub: Submission, script: Script, tag: str) -> Finding:
         return found("IMPORT_FAIL", f"the import hit the sandbox's {limit} limit: {shown} {tag}",
                      severity=Severity.WARN, **where,
                      hint="Importing the script must be quick and harmless: move work into main().")
+    if "SyntaxError" in mro and _newer_syntax(result, sub, where["file"]):
+        return found("IMPORT_FAIL", f"the import fails with {shown} on Python {result.python}, which is older "
+                     f"than the syntax the file uses; the Python-version check reports that syntax "
+                     f"against the target (PY_SYNTAX_TOO_NEW) {tag}", severity=Severity.WARN, **where,
+                     hint="Not a defect of the script on a Python that accepts the syntax; see the "
+                          "Python-version findings.")
     if "SyntaxError" in mro or "NameError" in mro:
         return found("IMPORT_FAIL", f"the import fails with {shown} {tag}", **where,
                      hint="This fails on any machine, GPU or not: correct the script.")
@@ -108,6 +122,16 @@ def _failed(result, sub: Submission, script: Script, tag: str) -> Finding:
             else "Importing the script should work on CPU: move work into main().")
     return found("IMPORT_FAIL", f"the import fails with {shown}; {_NOT_A_DEFECT} {tag}",
                  severity=Severity.WARN, **where, hint=hint)
+
+
+def _newer_syntax(result, sub: Submission, rel: str) -> bool:
+    """Whether `rel` uses syntax newer than the Python that ran the import."""
+    script = sub.scripts.get(rel)
+    if script is None or script.source is None or not result.python:
+        return False
+    ran = tuple(int(part) for part in result.python.split(".")[:2])
+    problems = pyversion.analyse(script.source, ran).problems
+    return any(p.rule == pyversion.SYNTAX and p.needs is not None and p.needs > ran for p in problems)
 
 
 def _where(result, sub: Submission, script: Script) -> dict:

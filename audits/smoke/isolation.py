@@ -3,24 +3,30 @@ environment and identity each one runs the child with.
 
 Levels, best first (the best one that works here is used, and the report names it):
 - bubblewrap: new network, PID, IPC and UTS namespaces; a root filesystem that holds only the
-  system and Python directories, read-only, plus the temporary directory; no new privileges;
-  run as nobody when pgolf runs as root.
-- unshare: new network and PID namespaces and a fresh /proc (util-linux `unshare`); the host's
-  filesystem.
-- none: no namespaces. The import has network access; the report says so.
-At every level: a fresh process, a scrubbed environment, HOME and TMPDIR inside the temporary
-directory, resource limits, and everything the child started is killed at the end (at `none`,
-a daemon that leaves the process tree and group and replaces its environment can survive).
+  system and Python directories and the temporary directory, all read-only, plus a size-limited
+  tmpfs (the sandbox area) for the copy of the folder, HOME and TMPDIR; no new privileges; run as
+  nobody when pgolf runs as root.
+- unshare: new network, PID and mount namespaces and a fresh /proc (util-linux `unshare`); the
+  host's filesystem, with the same size-limited tmpfs mounted over the sandbox area.
+- none: no namespaces. The import has network access, and the sandbox area is a plain folder on
+  the host's disk, limited per file only; the report says so.
+At every level: a fresh process, a scrubbed environment, HOME and TMPDIR inside the sandbox
+area, resource limits, and everything the child started is killed at the end (at `none`, a
+daemon that leaves the process tree and group and replaces its environment can survive). A tmpfs
+disappears with its mount namespace, so at the first two levels nothing the script wrote is left
+on the host's disk.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 NOBODY = 65534
@@ -34,7 +40,8 @@ class Sandbox:
     level: str  # bubblewrap, unshare, none
     network_isolated: bool
     own_pid_namespace: bool  # every process the import started dies with it
-    private_filesystem: bool  # only the temporary directory is writable, nothing else is visible
+    private_filesystem: bool  # only the sandbox area is writable, nothing else is visible
+    disk_quota: bool  # the sandbox area is a size-limited tmpfs
     drop_to: int | None  # the uid the child switches to before running the script
 
     @property
@@ -48,6 +55,8 @@ class Sandbox:
                      else "no PID namespace (other processes are visible; detached processes may survive)")
         parts.append("read-only system, only the temporary copy writable" if self.private_filesystem
                      else "host filesystem, writable wherever this user can write")
+        parts.append("size-limited tmpfs for the copy" if self.disk_quota
+                     else "copy on the host's disk, no size limit but per file")
         uid = self.drop_to if self.drop_to is not None else os.geteuid()
         parts.append(f"uid {uid}" + ("" if self.process_limit_enforced else " (no process limit for root)"))
         return f"{self.level}: " + ", ".join(parts)
@@ -66,33 +75,68 @@ def best() -> Sandbox:
 def _probe() -> tuple[tuple[str, Sandbox], ...]:
     root = os.geteuid() == 0
     found = []
-    if shutil.which("bwrap") and _works(_bwrap_prefix(Path("/"), Path("/"))):
-        found.append(("bubblewrap", Sandbox("bubblewrap", True, True, True, NOBODY if root else None)))
-    if shutil.which("unshare") and _works(_unshare_prefix()):
-        found.append(("unshare", Sandbox("unshare", True, True, False, None)))
-    found.append(("none", Sandbox("none", False, False, False, None)))
+    if shutil.which("bwrap") and _works(_bwrap_prefix):
+        found.append(("bubblewrap", Sandbox("bubblewrap", True, True, True, True, NOBODY if root else None)))
+    if shutil.which("unshare") and _works(_unshare_prefix):
+        found.append(("unshare", Sandbox("unshare", True, True, False, True, None)))
+    found.append(("none", Sandbox("none", False, False, False, False, None)))
     return tuple(found)
 
 
-def _works(prefix: list[str]) -> bool:
-    try:
-        done = subprocess.run([*prefix, sys.executable, "-I", "-c", "pass"], stdin=subprocess.DEVNULL,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
+@dataclasses.dataclass(frozen=True)
+class Interpreter:
+    path: str
+    paths: tuple[str, ...]  # what the sandbox must show for it to run: its folder and prefixes
+
+
+_PROBE = ("import importlib.util, json, os, sys\n"
+          "if importlib.util.find_spec('torch') is None: sys.exit(1)\n"
+          "print(json.dumps([sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]))")
+
+
+def interpreter(target: tuple[int, int]) -> Interpreter:
+    """The Python that runs the import: `pythonX.Y` of the target when it is on PATH with torch
+    installed, else the one running pgolf."""
+    if sys.version_info[:2] != tuple(target):
+        found = shutil.which(f"python{target[0]}.{target[1]}")
+        if found:
+            try:
+                done = subprocess.run([found, "-I", "-c", _PROBE], stdin=subprocess.DEVNULL,
+                                      capture_output=True, text=True, timeout=60)
+            except (OSError, subprocess.TimeoutExpired):
+                done = None
+            if done is not None and done.returncode == 0:
+                prefixes = [*json.loads(done.stdout), os.path.dirname(found)]
+                return Interpreter(found, tuple({*prefixes, *map(os.path.realpath, prefixes)}))
+    return Interpreter(sys.executable, tuple(_python_paths()))
+
+
+def _works(prefix) -> bool:
+    """Whether the level's command runs Python here, with its tmpfs mounted."""
+    with tempfile.TemporaryDirectory(prefix="pgolf-probe-") as tmp:
+        area = Path(tmp) / "area"
+        area.mkdir()
+        try:
+            done = subprocess.run([*prefix(Path(tmp), area, 2**20), sys.executable, "-I", "-c", "pass"],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return False
     return done.returncode == 0
 
 
-def command(sandbox: Sandbox, tmp: Path, workdir: Path, argv: list[str]) -> list[str]:
-    """The command line that runs `argv` at this level, in `workdir`, with `tmp` writable."""
+def command(sandbox: Sandbox, tmp: Path, area: Path, area_bytes: int, argv: list[str],
+            python: Interpreter) -> list[str]:
+    """The command line that runs `argv` with `python` at this level, in `area`, with `tmp`
+    readable and `area` writable (a tmpfs of `area_bytes` where the level has one)."""
     if sandbox.level == "bubblewrap":
-        return [*_bwrap_prefix(tmp, workdir), *argv]
+        return [*_bwrap_prefix(tmp, area, area_bytes, python.paths), *argv]
     if sandbox.level == "unshare":
-        return [*_unshare_prefix(), *argv]
+        return [*_unshare_prefix(tmp, area, area_bytes), *argv]
     return list(argv)
 
 
-def _bwrap_prefix(tmp: Path, workdir: Path) -> list[str]:
+def _bwrap_prefix(tmp: Path, area: Path, area_bytes: int, python_paths=()) -> list[str]:
     if os.geteuid() == 0:
         # No user namespace: in one, only uid 0 would exist, and the child could not switch to
         # nobody. bwrap drops root's capabilities; the child needs these two to drop root itself.
@@ -107,7 +151,7 @@ def _bwrap_prefix(tmp: Path, workdir: Path) -> list[str]:
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm"]
     bound: list[str] = []
     made: set[str] = set()
-    for path in sorted({*_SYSTEM_PATHS, *_python_paths()}):
+    for path in sorted({*_SYSTEM_PATHS, *_python_paths(), *python_paths}):
         if not os.path.lexists(path) or any(path.startswith(b + "/") for b in bound):
             continue
         if os.path.islink(path) and path in _SYSTEM_PATHS:
@@ -121,9 +165,12 @@ def _bwrap_prefix(tmp: Path, workdir: Path) -> list[str]:
                     made.add(str(parent))
             args += ["--ro-bind", path, path]
         bound.append(path)
-    if tmp != Path("/"):
-        args += ["--bind", str(tmp), str(tmp)]
-    return args + ["--chdir", str(workdir), "--"]
+    for parent in reversed(tmp.parents[:-1]):  # e.g. a TMPDIR under a 0700 home
+        if str(parent) not in made and str(parent) not in bound:
+            args += ["--perms", "0755", "--dir", str(parent)]
+    # The area is writable by the child whoever it runs as; the namespace is its own.
+    args += ["--ro-bind", str(tmp), str(tmp), "--perms", "0777", "--size", str(area_bytes), "--tmpfs", str(area)]
+    return args + ["--chdir", str(area), "--"]
 
 
 def _python_paths() -> list[str]:
@@ -133,20 +180,24 @@ def _python_paths() -> list[str]:
     return [*paths, *(os.path.realpath(p) for p in paths)]  # as named, and where links lead
 
 
-def _unshare_prefix() -> list[str]:
+def _unshare_prefix(tmp: Path, area: Path, area_bytes: int) -> list[str]:
     # Without root, a user namespace is what allows the others (mapped to root inside it only).
     user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
     # A fresh /proc: the host's would show other processes, and their environment to the same user.
-    return ["unshare", *user, "--net", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc", "--"]
+    # The mount namespace is private (unshare's default propagation), so the tmpfs is never
+    # seen from the host and goes when the namespace does.
+    mount = 'mount -t tmpfs -o "size=$1,mode=0777" pgolf-smoke "$2" && shift 2 && exec "$@"'
+    return ["unshare", *user, "--net", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc", "--",
+            "sh", "-c", mount, "sh", str(area_bytes), str(area)]
 
 
-def environment(tmp: Path) -> dict[str, str]:
+def environment(area: Path) -> dict[str, str]:
     """The child's whole environment, built from nothing: no tokens, keys, SSH agent, cloud or
     proxy variables can leak in, and no hyperparameter overrides of the caller either."""
     return {
         "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
-        "HOME": str(tmp / "home"),
-        "TMPDIR": str(tmp / "tmp"),
+        "HOME": str(area / "home"),
+        "TMPDIR": str(area / "tmp"),
         "LANG": "C.UTF-8",
         "PYTHONDONTWRITEBYTECODE": "1",
         "CUDA_VISIBLE_DEVICES": "",

@@ -4,31 +4,41 @@ The audited code runs only here, only in the child process, and only inside the 
 `isolation` builds: a temporary copy of the folder as working directory, a scrubbed environment,
 resource limits, a wall-clock limit, and every process killed at the end. The original folder is
 fingerprinted before and after, so a write that got through is reported, not missed.
+
+The temporary directory (`pgolf-smoke-*`, locked while in use, removed at the end whatever the
+script built in it, and by the next run when this one was killed):
+    runner/    child.py, stubs.py, config.json  (read-only in the sandbox where it can be)
+    src/NAME/  the bounded copy of the folder, which the child copies into the area
+    unwrapped/ the payload of a wrapped script
+    area/      the sandbox area: HOME, TMPDIR and work/NAME, the working copy; a size-limited
+               tmpfs where the level has one
+Output comes back only through pipes (`pipes`), the report only with the run's nonce.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
+import hmac
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from audits.findings import Finding
-from audits.smoke import classify, guard, isolation
+from audits.smoke import classify, guard, isolation, pipes, reap, snapshot, tempdirs
 from audits.smoke.isolation import Sandbox
 from audits.submission import ENTRY_SCRIPT, Script, Submission
 
 _COPY_LIMIT = 64 * 2**20  # files larger than this (checkpoints, data) are not copied
 _RESULT_LIMIT = 2**20
 _TAIL = 2000
-_REAP_S = 10.0  # how long to wait for the child's processes to die
+_PREFIX = "pgolf-smoke-"
+_SUFFIX = ".flock"  # locked while its run lives; an older pgolf's folders, never locked, lack it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,12 +48,13 @@ class Limits:
     memory_bytes: int = 4 * 2**30
     processes: int = 256  # processes and threads
     open_files: int = 256
-    output_bytes: int = 8 * 2**20  # stdout, stderr and any file the script writes
+    output_bytes: int = 8 * 2**20  # stdout and stderr together, and any one file the script writes
+    disk_bytes: int = 512 * 2**20  # all the script writes in the sandbox area, where it is a tmpfs
 
     def describe(self) -> str:
         return (f"limits {self.wall_s:g} s wall, {self.cpu_s} s CPU, {self.memory_bytes / 2**30:g} GiB "
                 f"memory, {self.processes} processes, {self.open_files} open files, "
-                f"{self.output_bytes / 2**20:g} MiB output")
+                f"{self.output_bytes / 2**20:g} MiB output, {self.disk_bytes / 2**20:g} MiB disk")
 
 
 @dataclasses.dataclass
@@ -55,7 +66,9 @@ class SmokeResult:
     sandbox: Sandbox | None = None
     limits: Limits = Limits()
     seconds: float | None = None  # the import itself, timed inside the child
-    python: str | None = None
+    python: str | None = None  # the version that ran the import, as the child reports it
+    target_python: tuple[int, int] | None = None
+    interpreter: str = ""  # the Python that ran it: the target's when installed, else pgolf's own
     stubbed: list[str] = dataclasses.field(default_factory=list)
     dims: dict = dataclasses.field(default_factory=dict)
     code_bytes: int | None = None
@@ -66,7 +79,7 @@ class SmokeResult:
     folder_changes: list[str] = dataclasses.field(default_factory=list)
     output_tail: str = ""
     source_path: str = ""  # where the child read the script's source, to map traceback frames
-    folder_path: str = ""  # the temporary copy of the folder
+    folder_path: str = ""  # the working copy of the folder
     findings: list[Finding] = dataclasses.field(default_factory=list)
 
 
@@ -79,12 +92,19 @@ def run_smoke(sub: Submission, options, *, sandbox: Sandbox | None = None,
         return SmokeResult(None, "no_script")
     result = SmokeResult(script.rel, "not_imported", sandbox=sandbox or isolation.best(), limits=limits,
                          code_bytes=len(script.data))
+    result.target_python = options.target_python
     result.not_imported = guard.starts_on_import(script.source)
     if result.not_imported is None:
-        before = folder_state(sub.root)
-        with tempfile.TemporaryDirectory(prefix="pgolf-smoke-") as tmp:
-            _run_child(Path(tmp).resolve(), sub, script, result, options.smoke_forward)
-        after = folder_state(sub.root)
+        before = snapshot.folder_state(sub.root, _COPY_LIMIT)
+        parent = Path(tempfile.gettempdir())
+        tempdirs.remove_stale(parent, _PREFIX + "*" + _SUFFIX)  # left by a killed run
+        tmp, lock = tempdirs.make(_PREFIX, suffix=_SUFFIX, parent=parent)
+        try:
+            with tempdirs.sigterm_unwinds():
+                _run_child(tmp.resolve(), sub, script, result, options.smoke_forward)
+        finally:
+            tempdirs.release(tmp, lock)
+        after = snapshot.folder_state(sub.root, _COPY_LIMIT)
         result.folder_changes = sorted(rel for rel in set(before) | set(after) if before.get(rel) != after.get(rel))
     result.findings = classify.findings(result, sub, script)
     return result
@@ -100,10 +120,12 @@ def entry_script(sub: Submission) -> Script | None:
 
 def _run_child(tmp: Path, sub: Submission, script: Script, result: SmokeResult, forward: bool) -> None:
     sandbox, limits = result.sandbox, result.limits
-    for name in ("home", "tmp", "out", "runner"):
-        (tmp / name).mkdir()
-    folder = tmp / "work" / sub.root.name
-    shutil.copytree(sub.root, folder, symlinks=True, ignore=_too_big)
+    runner, area, src = tmp / "runner", tmp / "area", tmp / "src" / sub.root.name
+    runner.mkdir()
+    area.mkdir()
+    src.parent.mkdir()
+    copied = snapshot.copy_folder(sub.root, src, file_limit=_COPY_LIMIT, total_limit=limits.disk_bytes)
+    folder = area / "work" / sub.root.name
     if script.unwrapped is not None:  # run the payload; tracebacks then point into it
         source_path = tmp / "unwrapped" / script.rel
         source_path.parent.mkdir(parents=True)
@@ -112,121 +134,73 @@ def _run_child(tmp: Path, sub: Submission, script: Script, result: SmokeResult, 
         source_path = folder / script.rel
     here = Path(__file__).parent
     for name in ("child.py", "stubs.py"):
-        shutil.copy(here / name, tmp / "runner" / name)
+        shutil.copy(here / name, runner / name)
+    if sandbox.drop_to is not None:
+        for name in ("runner", "src", "unwrapped"):
+            if (tmp / name).exists():
+                snapshot.chown_tree(tmp / name, sandbox.drop_to)
+        os.chmod(tmp, 0o711)  # root without capabilities must still pass through it
+    result.source_path, result.folder_path = str(source_path), str(folder)
+    ends = pipes.open_pipes()
+    nonce = secrets.token_hex(32).encode()
+    nonce_read = _nonce_pipe(nonce)
     config = {
         "source": str(source_path), "script": str(folder / script.rel), "folder": str(folder),
-        "module": Path(script.rel).stem, "result": str(tmp / "out" / "result.json"),
+        "src": str(src), "area": str(area), "module": Path(script.rel).stem,
+        "nonce_fd": nonce_read, "result_fd": ends.child_result,
         "uid": sandbox.drop_to, "forward": forward,
         "limits": {"cpu_s": limits.cpu_s, "memory_bytes": limits.memory_bytes,
                    "processes": limits.processes + isolation.tasks_of(
                        sandbox.drop_to if sandbox.drop_to is not None else os.geteuid()),
                    "open_files": limits.open_files, "output_bytes": limits.output_bytes},
     }
-    (tmp / "runner" / "config.json").write_text(json.dumps(config), encoding="utf-8")
-    if sandbox.drop_to is not None:
-        _chown_tree(tmp, sandbox.drop_to)
-        os.chmod(tmp, 0o711)  # root without capabilities must still pass through it
-    result.source_path, result.folder_path = str(source_path), str(folder)
-    argv = [sys.executable, "-I", "-B", str(tmp / "runner" / "child.py"), str(tmp / "runner" / "config.json")]
-    returncode = _execute(isolation.command(sandbox, tmp, folder, argv), folder, tmp, limits)
-    _read_report(tmp / "out", result, returncode, sandbox)
-
-
-def _execute(cmd: list[str], folder: Path, tmp: Path, limits: Limits) -> int | None:
-    """Run the child; None when it hit the wall-clock limit. Every process it started is dead
-    when this returns."""
-    with open(tmp / "out" / "stdout", "wb") as out, open(tmp / "out" / "stderr", "wb") as err:
-        proc = subprocess.Popen(cmd, cwd=folder, env=isolation.environment(tmp), stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=err, start_new_session=True)
-        try:
-            return proc.wait(timeout=limits.wall_s)
-        except subprocess.TimeoutExpired:
-            return None
-        finally:
-            _kill_all(proc, f"HOME={tmp / 'home'}".encode())
-
-
-def _kill_all(proc: subprocess.Popen, mark: bytes) -> None:
-    """Kill the child's process tree (the first process of a PID namespace takes the whole
-    namespace with it), its process group, and any process still carrying the child's
-    environment mark (at level `none`, that finds a process that left the group, unless it also
-    replaced its environment); then wait until none of them is left."""
-    doomed = _descendants(proc.pid)
-    for pid in doomed:
-        _kill(pid)
+    (runner / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    python = isolation.interpreter(result.target_python)
+    result.interpreter = python.path
+    argv = [python.path, "-I", "-B", str(runner / "child.py"), str(runner / "config.json")]
+    # The tmpfs holds the working copy as well as what the script writes.
+    cmd = isolation.command(sandbox, tmp, area, limits.disk_bytes + copied, argv, python)
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
-    deadline = time.monotonic() + _REAP_S
-    while time.monotonic() < deadline:
-        alive = [pid for pid in doomed if _alive(pid)]
-        alive += [pid for pid in _pids() if mark in _environ(pid).split(b"\0")]
-        if not alive:
-            return
-        for pid in alive:
-            _kill(pid)
-        time.sleep(0.05)
+        returncode, streams, stop = _execute(cmd, tmp, area, limits, ends, nonce_read)
+    finally:
+        ends.close()
+    _read_report(streams, nonce, result, returncode, stop)
 
 
-def _descendants(pid: int) -> list[int]:
-    found, stack = [], [pid]
-    while stack:
-        parent = stack.pop()
-        for task in _listdir(f"/proc/{parent}/task"):
-            try:
-                children = Path(f"/proc/{parent}/task/{task}/children").read_text().split()
-            except OSError:
-                continue
-            for child in map(int, children):
-                found.append(child)
-                stack.append(child)
-    return found
+def _nonce_pipe(nonce: bytes) -> int:
+    """The read end of a pipe that holds only the nonce: the child reads it and closes it before
+    the script runs."""
+    read, write = os.pipe()
+    os.write(write, nonce)
+    os.close(write)
+    return read
 
 
-def _listdir(path: str) -> list[str]:
+def _execute(cmd: list[str], tmp: Path, area: Path, limits: Limits, ends: pipes.Pipes,
+             nonce_read: int) -> tuple[int | None, pipes.Streams, str | None]:
+    """Run the child; return its status (None when it was stopped), what came through the pipes
+    and what stopped it. Every process it started is dead when this returns."""
+    streams = pipes.Streams()
+    bounds = {"output_limit": limits.output_bytes, "result_limit": _RESULT_LIMIT, "tail": _TAIL}
     try:
-        return os.listdir(path)
-    except OSError:
-        return []
-
-
-def _kill(pid: int) -> None:
+        proc = subprocess.Popen(cmd, cwd=tmp, env=isolation.environment(area), stdin=subprocess.DEVNULL,
+                                stdout=ends.child_stdout, stderr=ends.child_stderr,
+                                pass_fds=(nonce_read, ends.child_result), start_new_session=True)
+    finally:
+        ends.close_child_ends()  # the parent keeps only the read ends: EOF once the child is gone
+        os.close(nonce_read)
     try:
-        os.kill(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+        stop = pipes.wait(proc, ends, streams, deadline=time.monotonic() + limits.wall_s, **bounds)
+    finally:
+        reap.kill_all(proc, f"HOME={area / 'home'}".encode())
+    pipes.drain(ends, streams, **bounds)
+    return (None if stop else proc.returncode), streams, stop
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
-
-
-def _pids() -> list[int]:
-    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
-
-
-def _environ(pid: int) -> bytes:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as handle:
-            return handle.read()
-    except OSError:  # gone, or not ours to read
-        return b""
-
-
-def _read_report(out: Path, result: SmokeResult, returncode: int | None, sandbox: Sandbox) -> None:
-    report = None
-    try:
-        with open(out / "result.json", "rb") as handle:
-            report = json.loads(handle.read(_RESULT_LIMIT))
-    except (OSError, ValueError):
-        pass
-    if returncode is not None and isinstance(report, dict) and isinstance(report.get("ok"), bool):
+def _read_report(streams: pipes.Streams, nonce: bytes, result: SmokeResult, returncode: int | None,
+                 stop: str | None) -> None:
+    report = _authenticated(streams, nonce) if returncode == 0 else None
+    if report is not None:
         result.outcome = "pass" if report["ok"] else "error"
         result.seconds = report.get("seconds")
         result.python = report.get("python")
@@ -236,52 +210,35 @@ def _read_report(out: Path, result: SmokeResult, returncode: int | None, sandbox
         result.forward = report.get("forward")
         return
     result.outcome = "stopped"
-    result.stopped_by = _stop_reason(returncode, sandbox, result.limits)
-    result.output_tail = _tail(out / "stderr")
+    result.stopped_by = _stop_reason(returncode, stop, result.sandbox, result.limits)
+    result.output_tail = streams.stderr_tail.decode("utf-8", "replace")
 
 
-def _stop_reason(returncode: int | None, sandbox: Sandbox, limits: Limits) -> str:
-    if returncode is None:
+def _authenticated(streams: pipes.Streams, nonce: bytes) -> dict | None:
+    """The child's report: one message, the nonce then JSON, and nothing more."""
+    if streams.result_overflow or b"\n" not in streams.result:
+        return None
+    given, body = streams.result.split(b"\n", 1)
+    if not hmac.compare_digest(given, nonce):
+        return None
+    try:
+        report = json.loads(body)
+    except ValueError:
+        return None
+    return report if isinstance(report, dict) and isinstance(report.get("ok"), bool) else None
+
+
+def _stop_reason(returncode: int | None, stop: str | None, sandbox: Sandbox, limits: Limits) -> str:
+    if stop == "wall":
         return f"the wall-clock limit ({limits.wall_s:g} s)"
+    if stop == "output":
+        return f"the output limit ({limits.output_bytes / 2**20:g} MiB of stdout and stderr)"
     # bwrap reports a child killed by signal N as status 128 + N; unshare and Python as -N
     sig = -returncode
     if sandbox.level == "bubblewrap" and returncode > 128:
         sig = returncode - 128
     if sig in signal.valid_signals():
         return f"signal {signal.Signals(sig).name}"
+    if returncode == 0:
+        return "the process ending with status 0 without a valid report"
     return f"the process ending with status {returncode} before the import finished"
-
-
-def _tail(path: Path) -> str:
-    with open(path, "rb") as handle:
-        handle.seek(max(0, os.fstat(handle.fileno()).st_size - _TAIL))
-        return handle.read().decode("utf-8", "replace")
-
-
-def _too_big(folder: str, names: list[str]) -> list[str]:
-    return [n for n in names if os.path.isfile(os.path.join(folder, n))
-            and not os.path.islink(os.path.join(folder, n))
-            and os.path.getsize(os.path.join(folder, n)) > _COPY_LIMIT]
-
-
-def _chown_tree(root: Path, uid: int) -> None:
-    os.chown(root, uid, uid)
-    for folder, dirs, files in os.walk(root):
-        for name in dirs + files:
-            os.chown(os.path.join(folder, name), uid, uid, follow_symlinks=False)
-
-
-def folder_state(root: Path) -> dict[str, tuple]:
-    """Every entry under `root` with its kind, size, mode and content hash (files up to the copy
-    limit), to see whether anything changed."""
-    state: dict[str, tuple] = {}
-    for folder, dirs, files in os.walk(root):
-        for name in dirs + files:
-            path = os.path.join(folder, name)
-            st = os.lstat(path)
-            digest = ""
-            if os.path.isfile(path) and not os.path.islink(path) and st.st_size <= _COPY_LIMIT:
-                with open(path, "rb") as handle:
-                    digest = hashlib.sha256(handle.read()).hexdigest()
-            state[os.path.relpath(path, root)] = (st.st_mode, st.st_size if digest else 0, digest)
-    return state

@@ -6,7 +6,9 @@ of pgolf). A stubbed package answers every attribute with a `StubbedGPUObject` (
 `from flash_attn_interface import flash_attn_varlen_func` and
 `from triton.tools.tensor_descriptor import TensorDescriptor` both import. A stub object is
 callable, and used as a decorator it returns the decorated function unchanged, so `@triton.jit`
-and `@triton.autotune(configs=[...], key=[...])` at module level work.
+and `@triton.autotune(configs=[...], key=[...])` at module level work. A name spelt like a class
+(`JITFunction`, `Config`) is a class, so that `isinstance` checks against it work: torch's own
+modules make them against triton's classes when triton is importable (`torch.compile` does).
 """
 
 from __future__ import annotations
@@ -17,11 +19,17 @@ import importlib.util
 import sys
 import types
 
-# GPU-only packages: stubbed always, since they cannot work with no GPU visible. Triton imports
-# fine on CPU when installed (its `@jit` is lazy), so it is stubbed only when missing (CUDA builds
-# of torch bring it along; the CPU wheel does not).
-GPU_ONLY = ("flash_attn", "flash_attn_interface", "flash_attn_3", "cutlass", "cutlass_evt_fusion")
+# GPU-only packages: stubbed always, since they cannot work with no GPU visible (CUDA extensions,
+# or kernels that need one at import). Triton imports fine on CPU when installed (its `@jit` is
+# lazy), so it is stubbed only when missing (CUDA builds of torch bring it along; the CPU wheel
+# does not).
+GPU_ONLY = ("flash_attn", "flash_attn_interface", "flash_attn_3", "flash_attn_2_cuda", "cutlass",
+            "cutlass_evt_fusion", "mamba_ssm", "selective_scan_cuda", "causal_conv1d",
+            "causal_conv1d_cuda")
 STUB_WHEN_MISSING = ("triton",)
+# torch reads triton's version once triton imports (torch.compile does): the lowest one takes its
+# oldest, plainest code paths.
+VERSIONS = {"triton": "0.0.0"}
 
 # Every stub name the script touched, in order: the last one is the likely culprit of a failure.
 touched: list[str] = []
@@ -57,9 +65,25 @@ class StubbedGPUObject:
         return f"<stubbed GPU-only {self._stub_name}>"
 
 
+class _StubClass(type):
+    """The type of a stubbed class: its attributes are stubs too."""
+
+    def __getattr__(cls, attr: str) -> StubbedGPUObject:
+        if attr.startswith("__") and attr.endswith("__"):
+            raise AttributeError(attr)
+        return _stub(f"{cls._stub_name}.{attr}")
+
+
 def _stub(name: str) -> StubbedGPUObject:
     touched.append(name)
+    last = name.rsplit(".", 1)[-1]
+    if last[:1].isupper() and not last.isupper():  # spelt like a class: a class
+        return _StubClass(last, (StubbedGPUObject,), {"_stub_name": name, "__init__": _init_instance})
     return StubbedGPUObject(name)
+
+
+def _init_instance(self, *args, **kwargs) -> None:
+    StubbedGPUObject.__init__(self, f"{type(self)._stub_name}()")
 
 
 class _StubLoader(importlib.abc.Loader):
@@ -69,6 +93,8 @@ class _StubLoader(importlib.abc.Loader):
     def exec_module(self, module: types.ModuleType) -> None:
         name = module.__name__
         module.__path__ = []  # a package, so that any submodule can be imported below it
+        if name in VERSIONS:
+            module.__version__ = VERSIONS[name]
 
         def __getattr__(attr: str):
             if attr.startswith("__") and attr.endswith("__"):

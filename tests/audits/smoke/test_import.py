@@ -3,6 +3,10 @@ in the best sandbox this machine has (the sandbox tests cover every level)."""
 
 from __future__ import annotations
 
+import os
+import platform
+import sys
+
 import pytest
 
 from audits import api
@@ -25,7 +29,8 @@ def only_finding(result):
     return result.findings[0]
 
 
-@pytest.mark.parametrize("fixture", ["sibling_import", "flash_attn_import", "triton_kernels", "custom_op"])
+@pytest.mark.parametrize("fixture", ["sibling_import", "flash_attn_import", "triton_kernels", "custom_op",
+                                     "torch_compile", "cuda_only_packages"])
 def test_legitimate_shapes_import(fixture, smoke_folder):
     result = smoke(smoke_folder(fixture))
     finding = only_finding(result)
@@ -99,6 +104,43 @@ def test_failures_are_classified_at_the_script_line(fixture, severity, line, tex
 def test_cuda_at_import_says_what_to_do(smoke_folder):
     finding = only_finding(smoke(smoke_folder("cuda_at_import")))
     assert finding.hint == "The script needs a GPU at import: move CUDA work into main()."
+
+
+def test_newer_syntax_than_the_python_that_ran_is_the_version_checks_not_a_second_fail(smoke_folder):
+    sub = smoke_folder("pep701_fstring")
+    report = api.audit([str(sub.root)], AuditOptions(smoke=True, only=frozenset({"IMPORT_FAIL", "PY_SYNTAX_TOO_NEW"})))
+    findings = report.submissions[0].findings
+    assert [f.rule for f in findings if f.severity == Severity.FAIL] == ["PY_SYNTAX_TOO_NEW"]  # the target is 3.10
+    (smoke,) = [f for f in findings if f.rule == "IMPORT_FAIL"]
+    if sys.version_info >= (3, 12):
+        assert smoke.severity == Severity.INFO and "SMOKE_TEST_PASS" in smoke.message
+    else:
+        assert (smoke.severity, smoke.line) == (Severity.WARN, 5)
+        assert f"on Python {platform.python_version()}, which is older than the syntax" in smoke.message
+
+
+def test_the_target_python_runs_the_import_when_installed(smoke_folder, tmp_path, monkeypatch):
+    """A `python3.N` of the target on PATH with torch installed runs the import; one without torch
+    does not, and the finding names the Python that ran instead."""
+    other = (3, 10) if sys.version_info[:2] != (3, 10) else (3, 11)
+    label = f"{other[0]}.{other[1]}"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / f"python{label}"
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    sub = smoke_folder("sibling_import")
+    options = AuditOptions(smoke=True, target_python=other)
+
+    fake.write_text("#!/bin/sh\nexit 1\n")  # no torch there
+    fake.chmod(0o755)
+    result = smoke(sub, options)
+    assert result.outcome == "pass" and result.interpreter == sys.executable
+    assert f"Python {platform.python_version()} ran it: no python{label} with torch" in result.findings[0].message
+
+    fake.write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n")  # stands for a python{label} with torch
+    result = smoke(sub, options)
+    assert result.outcome == "pass", (result.stopped_by, result.error)
+    assert result.interpreter == str(fake)
 
 
 def test_a_failure_at_a_stub_is_a_stub_limit_naming_the_name(smoke_folder):

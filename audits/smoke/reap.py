@@ -1,0 +1,84 @@
+"""Kill every process the smoke import started, and wait until none is left."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+_REAP_S = 10.0  # how long to wait for the child's processes to die
+
+
+def kill_all(proc: subprocess.Popen, mark: bytes) -> None:
+    """Kill the child's process tree (the first process of a PID namespace takes the whole
+    namespace with it), its process group, and any process still carrying the child's
+    environment mark (at level `none`, that finds a process that left the group, unless it also
+    replaced its environment); then wait until none of them is left."""
+    doomed = _descendants(proc.pid)
+    for pid in doomed:
+        _kill(pid)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+    deadline = time.monotonic() + _REAP_S
+    while time.monotonic() < deadline:
+        alive = [pid for pid in doomed if _alive(pid)]
+        alive += [pid for pid in _pids() if mark in _environ(pid).split(b"\0")]
+        if not alive:
+            return
+        for pid in alive:
+            _kill(pid)
+        time.sleep(0.05)
+
+
+def _descendants(pid: int) -> list[int]:
+    found, stack = [], [pid]
+    while stack:
+        parent = stack.pop()
+        for task in _listdir(f"/proc/{parent}/task"):
+            try:
+                children = Path(f"/proc/{parent}/task/{task}/children").read_text().split()
+            except OSError:
+                continue
+            for child in map(int, children):
+                found.append(child)
+                stack.append(child)
+    return found
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def _environ(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            return handle.read()
+    except OSError:  # gone, or not ours to read
+        return b""

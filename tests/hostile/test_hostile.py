@@ -1,0 +1,224 @@
+"""Hostile submissions through `pgolf audit` and `pgolf review`, each in a separate process with a
+time limit, checked from outside: no secret in any output, nothing written outside the copy, no
+process left, no temporary folder left, exit 0/1/2 with at most one line on stderr, bounded
+time and memory.
+
+Each folder here is one attack, a train_gpt.py that reads targets.json (what it aims at: here a
+secret file in the caller's HOME). pgolf runs with a planted GITHUB_TOKEN, a HOME that holds a
+secret file, and a TMPDIR of its own, under `reaper.py`, which collects every process it leaves.
+The suite runs in the best sandbox this machine has, as CI and reviewers would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from support import SANDBOXES
+
+from audits.smoke import snapshot
+
+HERE = Path(__file__).parent
+BEST = next(iter(SANDBOXES.values()))
+PGOLF = [sys.executable, "-c", "from pgolf_cli.main import main; main()"]
+TIME_LIMIT_S = 400  # generous: the smoke import's own wall-clock limit is 120 s
+MEMORY_LIMIT_KIB = 6 * 2**20  # pgolf, and the import under its own 4 GiB limit
+
+
+class Run:
+    """One hostile folder and the world pgolf runs in: a HOME with a secret, a TMPDIR, a cwd."""
+
+    def __init__(self, tmp_path: Path, attack: str):
+        self.token = f"sekrit-token-{uuid.uuid4().hex}"
+        self.file_secret = f"sekrit-file-{uuid.uuid4().hex}"
+        self.home = tmp_path / "home"
+        self.home.mkdir()
+        self.secret_file = self.home / ".netrc"
+        self.secret_file.write_text(f"machine github.com password {self.file_secret}\n")
+        self.tmpdir = tmp_path / "tmpdir"
+        self.tmpdir.mkdir()
+        self.cwd = tmp_path / "cwd"
+        self.cwd.mkdir()
+        self.folder = tmp_path / "records" / f"2026-01-01_{attack}"
+        shutil.copytree(HERE / attack, self.folder)
+        (self.folder / "targets.json").write_text(json.dumps({"secret_file": str(self.secret_file)}))
+        self.result = tmp_path / "reaper.json"
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "GITHUB_TOKEN": self.token, "HOME": str(self.home), "TMPDIR": str(self.tmpdir)}
+
+    def pgolf(self, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
+        done = subprocess.run([sys.executable, str(HERE / "reaper.py"), str(self.result), str(TIME_LIMIT_S),
+                               *PGOLF, *args], cwd=self.cwd, env=self.env(), capture_output=True,
+                              timeout=TIME_LIMIT_S + 60)
+        return done, json.loads(self.result.read_text())
+
+    def check_contained(self, done: subprocess.CompletedProcess, reaped: dict, before: dict) -> None:
+        output = done.stdout + done.stderr
+        assert self.token.encode() not in output
+        assert self.file_secret.encode() not in output
+        assert reaped["returncode"] in (0, 1, 2), done.stderr[-2000:]
+        assert len(done.stderr.strip().splitlines()) <= 1, done.stderr[-2000:]
+        assert reaped["leftovers"] == []
+        assert reaped["max_rss_kib"] < MEMORY_LIMIT_KIB
+        assert list(self.tmpdir.iterdir()) == []  # no pgolf-smoke-* folder, nothing else
+        assert list(self.cwd.iterdir()) == []
+        assert sorted(p.name for p in self.home.iterdir()) == [".netrc"]
+        assert snapshot.folder_state(self.folder, 2**30) == before
+
+
+def audit_and_review(tmp_path: Path, attack: str) -> tuple[Run, dict, str]:
+    """Run `pgolf audit --format json` and `pgolf review` on the attack; check containment after
+    each; return the JSON report's smoke finding messages and the review."""
+    run = Run(tmp_path, attack)
+    before = snapshot.folder_state(run.folder, 2**30)
+    done, reaped = run.pgolf("audit", str(run.folder), "--format", "json")
+    run.check_contained(done, reaped, before)
+    report = json.loads(done.stdout)
+    findings = [f for f in report["submissions"][0]["findings"] if f["rule"].startswith("IMPORT_")]
+    done, reaped = run.pgolf("review", str(run.folder))
+    run.check_contained(done, reaped, before)
+    return run, findings, done.stdout.decode()
+
+
+def smoke_message(findings) -> str:
+    (finding,) = [f for f in findings if f["rule"] == "IMPORT_FAIL"]
+    return finding["message"] + " " + (finding.get("evidence") or "")
+
+
+def test_links_from_the_outputs_to_secrets_reveal_nothing(tmp_path):
+    run, findings, review = audit_and_review(tmp_path, "link_outputs_to_secrets")
+    message = smoke_message(findings)
+    assert "stopped by the process ending with status 3" in message
+    assert "SMOKE_TEST_PASS" not in message + review
+
+
+def test_fifos_planted_at_output_paths_do_not_hang(tmp_path):
+    run, findings, review = audit_and_review(tmp_path, "fifo_outputs")
+    assert "stopped by the process ending with status 0 without a valid report" in smoke_message(findings)
+
+
+def test_a_forged_report_is_not_a_pass(tmp_path):
+    run, findings, review = audit_and_review(tmp_path, "forged_report")
+    message = smoke_message(findings)
+    assert "SMOKE_TEST_PASS" not in message + review
+    assert "without a valid report" in message
+    assert "9999" not in message  # the forged dimensions
+
+
+def test_a_forgery_before_a_real_report_is_not_a_pass(tmp_path):
+    run, findings, review = audit_and_review(tmp_path, "forged_report_then_pass")
+    assert "SMOKE_TEST_PASS" not in smoke_message(findings) + review
+    assert "without a valid report" in smoke_message(findings)
+
+
+def test_environments_and_home_files_are_out_of_reach(tmp_path):
+    if not BEST.private_filesystem:
+        pytest.skip(f"the best sandbox here ({BEST.level}) shows the host's files, HOME included")
+    run, findings, review = audit_and_review(tmp_path, "proc_environ")
+    assert "RuntimeError: found:" in smoke_message(findings)
+
+
+def test_a_3000_deep_unwritable_tree_is_cleaned_up(tmp_path):
+    run, findings, review = audit_and_review(tmp_path, "deep_tree")
+    assert "SMOKE_TEST_PASS" in smoke_message(findings)
+
+
+def test_filling_the_disk_stops_at_the_quota(tmp_path):
+    if not BEST.disk_quota:
+        pytest.skip(f"the best sandbox here ({BEST.level}) has no disk quota: this would fill the disk")
+    run, findings, review = audit_and_review(tmp_path, "fill_disk")
+    message = smoke_message(findings)
+    assert "No space left on device" in message
+    written = int(message.split("wrote ")[1].split(" MiB")[0])
+    assert 0 < written <= 512  # the default disk limit
+
+
+def test_a_daemon_holding_the_pipes_does_not_hold_pgolf(tmp_path):
+    run, findings, review = audit_and_review(tmp_path, "daemon_keeps_pipes")
+    assert "SMOKE_TEST_PASS" in smoke_message(findings)
+
+
+def test_escape_sequences_and_markdown_in_an_exception_come_out_inert(tmp_path):
+    run, findings, review = audit_and_review(tmp_path, "injection")
+    assert "RuntimeError" in smoke_message(findings)
+    before = snapshot.folder_state(run.folder, 2**30)
+    outputs = {}
+    for fmt in ("rich", "text", "markdown", "github", "json"):
+        done, reaped = run.pgolf("audit", str(run.folder), "--format", fmt)
+        run.check_contained(done, reaped, before)
+        outputs[fmt] = done.stdout.decode()
+    outputs["review"] = review
+    for fmt, text in outputs.items():
+        assert not any(ch in text for ch in "\x1b\x07\u202e"), fmt
+        assert "Verdict: CLEAN" in text, fmt  # shown, as text
+    assert "\\x1b]52;c;" in outputs["text"]
+    for fmt in ("markdown", "review"):
+        text = re.sub(r"(?ms)^(`{3,})$.*?^\1$", "", outputs[fmt])  # fenced blocks show text as it is
+        assert "Verdict: CLEAN" in text, fmt
+        assert not re.search(r"(?m)^#+ Verdict", text), fmt
+        for construct in (r"!\[ok\]", r"\[details\]\(", r"<img", r"\*\*pgolf review: PASS\*\*"):
+            assert not re.search(r"(?<!\\)" + construct, text), (fmt, construct)
+        assert "@octocat" not in text, fmt  # an invisible joiner after the @: no mention
+
+
+def _signal_during_the_import(run: Run, sig: int) -> tuple[bytes, dict]:
+    """Start `pgolf audit` on the attack, send `sig` to pgolf once the import runs; return its
+    output and what the reaper found."""
+    proc = subprocess.Popen([sys.executable, str(HERE / "reaper.py"), str(run.result), str(TIME_LIMIT_S),
+                             *PGOLF, "audit", str(run.folder)], cwd=run.cwd, env=run.env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    pgolf = _wait_for_child_of(proc.pid, TIME_LIMIT_S)
+    _wait_for(lambda: any(run.tmpdir.glob("pgolf-smoke-*/area")), TIME_LIMIT_S)
+    os.kill(pgolf, sig)
+    stdout, stderr = proc.communicate(timeout=TIME_LIMIT_S)
+    return stdout + stderr, json.loads(run.result.read_text())
+
+
+def test_sigterm_during_the_import_leaves_nothing(tmp_path):
+    """pgolf is terminated while the script sleeps: the child dies with it and the temporary
+    folder goes."""
+    run = Run(tmp_path, "hang")
+    output, reaped = _signal_during_the_import(run, signal.SIGTERM)
+    assert reaped["returncode"] == 128 + signal.SIGTERM
+    assert reaped["leftovers"] == []
+    assert list(run.tmpdir.iterdir()) == []
+    assert run.token.encode() not in output
+
+
+def test_a_sigkilled_runs_folder_goes_with_the_next_run(tmp_path):
+    """pgolf is killed while the script sleeps: its temporary folder stays, with no lock held, and
+    the next audit removes it."""
+    run = Run(tmp_path, "hang")
+    output, reaped = _signal_during_the_import(run, signal.SIGKILL)
+    assert reaped["returncode"] == -signal.SIGKILL
+    if BEST.level == "bubblewrap":  # --die-with-parent; elsewhere the child outlives a SIGKILLed pgolf
+        assert reaped["leftovers"] == []
+    assert [p.name.startswith("pgolf-smoke-") for p in run.tmpdir.iterdir()] == [True]
+    shutil.copytree(HERE / "daemon_keeps_pipes", run.folder, dirs_exist_ok=True)  # one that ends
+    done, reaped = run.pgolf("audit", str(run.folder))
+    assert reaped["returncode"] in (0, 1), done.stderr[-2000:]
+    assert list(run.tmpdir.iterdir()) == []
+
+
+def _wait_for_child_of(pid: int, timeout_s: float) -> int:
+    found = []
+    _wait_for(lambda: found.extend(int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split())
+              or found, timeout_s)
+    return found[0]
+
+
+def _wait_for(condition, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
