@@ -7,7 +7,6 @@ import math
 
 from audits import __version__
 from audits.engine import AuditReport, SubmissionReport, level_of
-from audits.engine import AuditReport, SubmissionReport
 from audits.report import neutral
 from audits.submission import runs
 
