@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import ast
 import collections
+import contextlib
 import warnings
 from collections.abc import Callable
 from typing import TypeVar
 
 import libcst as cst
+from libcst._nodes.base import CSTNode, CSTValidationError
 
 from audits.submission import bigstack
 from audits.submission import positions as _positions
@@ -71,7 +73,24 @@ def _cst_parse(source: str) -> cst.Module:
     depth = _depth(source)
     if depth > MAX_DEPTH:
         raise TooComplex(f"it nests about {depth:,} levels deep; pgolf parses to {MAX_DEPTH}")
-    return cst.parse_module(source)
+    try:
+        return cst.parse_module(source)
+    except CSTValidationError:
+        # libcst's grammar took the source, but a node's own check is stricter than Python about
+        # spaces in minified code (`sum((a)-(0 if b else c)for b in d)`): build the tree again
+        # without those checks. Code generation stays lossless, so positions stay exact.
+        with _node_checks_off():
+            return cst.parse_module(source)
+
+
+@contextlib.contextmanager
+def _node_checks_off():
+    check = CSTNode.__post_init__  # libcst's internal hook: every node validates itself there
+    CSTNode.__post_init__ = lambda self: None
+    try:
+        yield
+    finally:
+        CSTNode.__post_init__ = check
 
 
 def _depth(source: str) -> int:

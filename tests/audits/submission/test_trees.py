@@ -42,6 +42,11 @@ def test_a_source_too_deep_or_too_large_for_libcst_is_not_given_to_it(source, wh
         trees.cst_module(source)
 
 
+def test_minified_code_libcst_calls_invalid_is_parsed_losslessly():
+    source = "n=sum((a)-(0 if w==0 else c)for w in r)\n"  # Python takes it; libcst's node check does not
+    assert trees.cst_module(source).code == source
+
+
 def _audit(tmp_path, files: dict[str, str]):
     folder = tmp_path / "2026-05-01_case"
     folder.mkdir()
