@@ -80,7 +80,7 @@ def run_training(overrides: dict[str, str], out_dir: Path | None = None, nproc: 
     `quiet` discards the run's console output (train.log has every line); errors still show.
     """
     # torch and libcst load only when a run starts, so `pgolf --help` stays quick.
-    from pgolf_cli.bundle import write_bundle
+    from trainer.bundle import write_bundle
     from trainer.distributed import REFERENCE_WORLD_SIZE
     from trainer.preflight import preflight
 
@@ -99,7 +99,10 @@ def run_training(overrides: dict[str, str], out_dir: Path | None = None, nproc: 
     if not bundle:
         target = ["-m", "trainer"]
     else:
-        write_bundle(out_dir / "train_gpt.py")
+        try:
+            write_bundle(out_dir / "train_gpt.py")
+        except TrainerError as exc:
+            raise PgolfError(str(exc)) from None
         target = [str(out_dir / "train_gpt.py")]
     launcher = [sys.executable]
     if nproc > 1:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pgolf_cli.bundle import build_bundle, package_dir
-from pgolf_cli.errors import PgolfError
+from trainer.bundle import build_bundle, package_dir
+from trainer.errors import TrainerError
 
 # Standard-library names that Python 3.10 lacks (added in 3.11 or later).
 NEWER_STDLIB = {"tomllib", "wsgiref.types", "typing.Self", "typing.LiteralString", "typing.Never",
@@ -107,7 +107,7 @@ def test_modules_in_dependency_order(tmp_path):
 ])
 def test_what_cannot_be_bundled_is_refused(tmp_path, files, message):
     src = _package(tmp_path, {"main": MAIN, **files})
-    with pytest.raises(PgolfError, match=re.escape(message)):
+    with pytest.raises(TrainerError, match=re.escape(message)):
         build_bundle(src)
 
 
@@ -133,7 +133,7 @@ def test_names_defined_in_guarded_blocks(tmp_path):
     exec(build_bundle(src), namespace)
     assert namespace["main"]() == 2 and namespace["kernel_a"]() == 1
     _package(tmp_path, {"a": GUARDED.format(name="kernel_b")})
-    with pytest.raises(PgolfError, match="bind the top-level name 'kernel_b'"):
+    with pytest.raises(TrainerError, match="bind the top-level name 'kernel_b'"):
         build_bundle(src)
 
 
