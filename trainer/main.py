@@ -75,6 +75,18 @@ def pick_device(dist: Dist) -> torch.device:
     return device
 
 
+def set_cpu_threads() -> str:
+    """One torch thread per process on CPU unless OMP_NUM_THREADS says otherwise; returns the log
+    line. torch's default, a thread per core, made a tiny step of the demo 5 to 30 times slower
+    on a shared two-core machine (threads waiting on each other while another process holds a
+    core), and the models that train on a CPU are too small to gain from more."""
+    if os.environ.get("OMP_NUM_THREADS"):
+        return f"cpu_threads:{torch.get_num_threads()} (OMP_NUM_THREADS)"
+    torch.set_num_threads(1)
+    return (f"cpu_threads:1 (one per process on {os.cpu_count()} cores; OMP_NUM_THREADS=N "
+            "for more)")
+
+
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
@@ -89,6 +101,8 @@ def run_training(cfg: Config, dist: Dist, device: torch.device, data: DataFiles)
         log_run_header(cfg, dist.world_size, CODE_PATH)
         log(f"world_size:{dist.world_size} grad_accum_steps:{dist.grad_accum_steps}")
         log(f"seed:{cfg.seed}")
+        if device.type == "cpu":
+            log(set_cpu_threads())
         seed_everything(cfg.seed)
         val = load_validation(cfg, data.val, data.tokenizer, device)
         log(f"train_shards: {len(data.train)}")

@@ -97,3 +97,17 @@ def test_val_subset(tmp_path):
     assert by_rule(trimmed, "VAL_SUBSET") == []
     unknown = with_log(tmp_path / "u", record_log(42, bpb=1.081, val_tokens=1_991_932, dataset="sample_sp1024"))
     assert [str(x.severity) for x in by_rule(unknown, "VAL_SUBSET")] == ["INFO"]
+
+
+def test_the_non_record_track_has_no_time_budgets(tmp_path):
+    """A 40-minute run with a 640 s evaluation and Hessians after the stop: illegal on the record
+    track, the point of the non-record (unlimited compute) track. The size cap holds on both."""
+    log = record_log(42, bpb=1.081, train_ms=2_400_107, reserve_s=None, hessian_s=9.0,
+                     total_eval_s=640.0, model_bytes=15_990_000, code_bytes=20_000)
+    files = good_folder_files()
+    files["train_seed42.log"] = log
+    rules = ("TRAIN_OVER_BUDGET", "EVAL_OVER_BUDGET", "GPTQ_CALIB_AFTER_BUDGET", "ARTIFACT_OVER_CAP")
+    record = audit_findings(write_folder(tmp_path / "track_10min_16mb" / GOOD, files))
+    assert all(by_rule(record, rule, "FAIL") for rule in rules)
+    other = audit_findings(write_folder(tmp_path / "track_non_record_16mb" / GOOD, files))
+    assert [rule for rule in rules if by_rule(other, rule)] == ["ARTIFACT_OVER_CAP"]
