@@ -28,11 +28,11 @@ from trainer.runtime import Run
 from trainer.train import train
 
 try:
-    from trainer.export import export_and_evaluate
+    from trainer.export import check_cap_before_training, export_and_evaluate
 except ModuleNotFoundError as exc:  # the export half is built separately; without it runs end here
     if exc.name != "trainer.export":
         raise
-    export_and_evaluate = None
+    check_cap_before_training = export_and_evaluate = None
 
 # The file that is running, when it is a bundled train_gpt.py (then it is not inside a package).
 CODE_PATH = None if __package__ else Path(__file__).resolve()
@@ -113,6 +113,8 @@ def run_training(cfg: Config, dist: Dist, device: torch.device, data: DataFiles)
         log(f"model_params:{sum(p.numel() for p in model.parameters())}")
         run = Run(cfg=cfg, dist=dist, device=device, data=data, val=val, out_dir=out_dir,
                   code_path=CODE_PATH)
+        if check_cap_before_training is not None and not cfg.prequant_only:
+            check_cap_before_training(cfg, model, CODE_PATH)
         train_ms = train(run, model, live)
         if dist.is_main:  # CPU tensors, so the checkpoint loads anywhere
             torch.save({k: v.cpu() for k, v in model.state_dict().items()}, out_dir / "final_model.pt")
