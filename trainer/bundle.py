@@ -302,8 +302,40 @@ def _transform(module: Module, is_entry: bool, bundled: set[str]) -> _Body:
                 imports.append(small)
             continue
         kept.append(stmt)
-    code = cst.Module(body=kept).code.strip("\n")
+    code = cst.Module(body=kept).visit(_Slim()).code.strip("\n")
     return _Body(imports, code)
+
+
+# Arguments that only pgolf reads from the package (`pgolf train --list-settings` shows a knob's
+# reason), never a run: the bundle ships them empty.
+PACKAGE_ONLY_ARGS = {"knob": 1}
+
+
+class _Slim(cst.CSTTransformer):
+    """What a run never reads, left out of the bundle: annotations of undecorated functions (with
+    `from __future__ import annotations` they are unevaluated strings; decorators such as
+    torch.library.custom_op and triton.jit read theirs, so those keep them) and the arguments of
+    PACKAGE_ONLY_ARGS."""
+
+    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
+        if original.decorators:
+            return updated
+        params = updated.params
+        strip = lambda ps: [p.with_changes(annotation=None) for p in ps]  # noqa: E731
+        star = params.star_arg
+        return updated.with_changes(returns=None, params=params.with_changes(
+            params=strip(params.params), kwonly_params=strip(params.kwonly_params),
+            posonly_params=strip(params.posonly_params),
+            star_arg=star.with_changes(annotation=None) if isinstance(star, cst.Param) else star,
+            star_kwarg=params.star_kwarg and params.star_kwarg.with_changes(annotation=None)))
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        index = PACKAGE_ONLY_ARGS.get(_dotted(updated.func))
+        if index is None or len(updated.args) <= index:
+            return updated
+        args = list(updated.args)
+        args[index] = args[index].with_changes(value=cst.SimpleString('""'))
+        return updated.with_changes(args=args)
 
 
 def _docstring(stmt: cst.CSTNode) -> str | None:
