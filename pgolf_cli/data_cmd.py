@@ -47,7 +47,7 @@ _val_frac = click.option("--val-frac", type=float, default=None,
 
 @click.group("data")
 def data_group() -> None:
-    """Train a tokenizer and write or verify token shards.
+    """Download the challenge's shards, or make and verify your own.
 
     \b
     Inputs are JSONL files with a "text" field per line, or .txt files (one document each),
