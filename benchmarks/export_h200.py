@@ -162,8 +162,8 @@ def table(s: dict) -> str:
                                                               if refused else ""), "12.85"),
         ("val_bpb quantized (roundtrip)", f"{q['val_bpb']:.4f}", REFERENCE["bpb_quantized"]),
         ("quantization gap", f"{q['val_bpb'] - s['bpb_pre']:+.4f}", REFERENCE["gap"]),
-        ("model bytes", f"{s['model_bytes']:,} ({s['method']}); brotli {s.get('brotli_bytes', 0):,}, "
-         f"lzma {s.get('lzma_bytes', 0):,}", REFERENCE["model_bytes"]),
+        ("model bytes", f"{s['model_bytes']:,} ({s['method']}; {s['pruned_levels']:,} levels pruned "
+         "to fit the cap)", REFERENCE["model_bytes"]),
         ("code bytes", f"{s['code_bytes_compressed']:,} compressed, {s['code_bytes_raw']:,} raw "
          "(the trainer modules loaded; a bundle is about as large)", REFERENCE["code_bytes"]),
         ("total bytes", f"{s['total_bytes']:,} ({s['total_bytes'] - 16_000_000:+,} vs the cap)",

@@ -1,4 +1,5 @@
-"""`pgolf data`: train a tokenizer, write token shards, verify shards (trainer.dataprep)."""
+"""`pgolf data`: download the challenge's shards (fineweb.py); train a tokenizer, write token
+shards, verify shards (trainer.dataprep)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import click
 
 from pgolf_cli.errors import PgolfError
+from pgolf_cli.fineweb import VARIANTS, fetch
 from trainer.errors import TrainerError
 
 CHALLENGE_VAL_DOCS = 50_000  # FineWeb's validation split: the first 50,000 documents
@@ -45,12 +47,36 @@ _val_frac = click.option("--val-frac", type=float, default=None,
 
 @click.group("data")
 def data_group() -> None:
-    """Train a tokenizer and write or verify token shards.
+    """Download the challenge's shards, or make and verify your own.
 
     \b
     Inputs are JSONL files with a "text" field per line, or .txt files (one document each),
     optionally .xz or .gz, or folders of them.
     """
+
+
+@data_group.command("fineweb")
+@click.option("--variant", required=True, type=click.Choice(sorted(VARIANTS)),
+              help="sp8192 (the records' vocabulary) or sp1024 (the challenge's baseline).")
+@click.option("--train-shards", type=click.IntRange(min=0), default=80, show_default=True,
+              help="The first N training shards (100,000,000 tokens each); validation comes whole.")
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("data"),
+              show_default=True, help="Root of the layout `pgolf train --data-dir` reads.")
+@click.option("--repo", default=None,
+              help="Another Hub dataset repository with the same layout (default: where the variant "
+                   "is published).")
+def fineweb_command(variant, train_shards, data_dir, repo) -> None:
+    """Download the challenge's published FineWeb shards and tokenizer from the Hugging Face Hub.
+
+    \b
+    Resumable: run it again after an interruption, or with more --train-shards; files already in
+    place are checked, not fetched again. HF_HUB_OFFLINE=1 reads huggingface_hub's cache only.
+    """
+    got = fetch(variant, data_dir, train_shards, repo=repo, echo=click.echo)
+    click.echo(f"{got['folder']}: {got['val_shards']} validation shard(s), {got['val_tokens']:,} "
+               f"tokens; {got['train_shards']} training shard(s), {got['train_tokens']:,} tokens; "
+               f"tokenizer {got['tokenizer']}")
+    click.echo(f"train with: pgolf train --data-dir {data_dir} --set VOCAB_SIZE={VARIANTS[variant][1]}")
 
 
 @data_group.command("tokenizer")

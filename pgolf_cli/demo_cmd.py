@@ -29,6 +29,7 @@ from pgolf_cli.data_cmd import split_summary
 from pgolf_cli.errors import PgolfError
 from pgolf_cli.packaging import PackageError, PackageRequest, PackageResult, package
 from pgolf_cli.review_cmd import review_audit
+from pgolf_cli.run_progress import RunProgress
 from pgolf_cli.train_cmd import run_training
 
 SAMPLE = Path(__file__).resolve().parent / "sample"
@@ -126,7 +127,11 @@ def _train(run_dir: Path, seed: int, seconds: float, dataset: Path, tokenizer: P
                 "ITERATIONS": str(MAX_STEPS), "DATA_PATH": str(dataset.resolve()),
                 "TOKENIZER_PATH": str(tokenizer.resolve())}
     # One process: on a CPU that is all there is, and on a GPU machine one GPU is plenty.
-    run_training(settings, run_dir, nproc=1, quiet=True)
+    progress = RunProgress(f"seed {seed}", Console())
+    try:
+        run_training(settings, run_dir, nproc=1, on_line=progress.feed)
+    finally:
+        progress.close()
     log = parse_log((run_dir / "train.log").read_text(encoding="utf-8"))
     _say("train", f"seed {seed}: {log.step_count} steps, val_bpb {log.score.val_bpb:.4f} "
                   f"({time.monotonic() - started:.0f} s)")

@@ -15,7 +15,8 @@ from audits import __version__
 COMMANDS = {
     "audit": ("pgolf_cli.audit_cmd", "audit_command",
               "Check records folders (or a PR's change, with --base) against every rule."),
-    "data": ("pgolf_cli.data_cmd", "data_group", "Train a tokenizer and write or verify token shards."),
+    "data": ("pgolf_cli.data_cmd", "data_group",
+             "Download the challenge's shards, or make and verify your own."),
     "demo": ("pgolf_cli.demo_cmd", "demo_command",
              "Run the whole loop on the embedded sample corpus, on CPU, in a few minutes: tokenize "
              "it into shards, train the tiny preset for seeds 42 and 314, package the two runs into "

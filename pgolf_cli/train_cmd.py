@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -72,15 +73,16 @@ def train_command(preset, settings, seed, data_dir, out_dir, nproc, no_bundle, l
 
 
 def run_training(overrides: dict[str, str], out_dir: Path | None = None, nproc: int | None = None,
-                 bundle: bool = True, quiet: bool = False) -> Path:
+                 bundle: bool = True, on_line: Callable[[str], None] | None = None) -> Path:
     """Check the input, bundle train_gpt.py into the run folder, run it; returns the run folder.
 
     `overrides` are settings by their env names and win over the environment. Bad input or a
     failed run ends the command: PgolfError, or exit status 2 once the run printed its own line.
-    `quiet` discards the run's console output (train.log has every line); errors still show.
+    `on_line` gets the run's console lines as they come instead of the terminal (train.log has
+    every line); errors still show.
     """
     # torch and libcst load only when a run starts, so `pgolf --help` stays quick.
-    from pgolf_cli.bundle import write_bundle
+    from trainer.bundle import write_bundle
     from trainer.distributed import REFERENCE_WORLD_SIZE
     from trainer.preflight import preflight
 
@@ -99,14 +101,23 @@ def run_training(overrides: dict[str, str], out_dir: Path | None = None, nproc: 
     if not bundle:
         target = ["-m", "trainer"]
     else:
-        write_bundle(out_dir / "train_gpt.py")
+        try:
+            write_bundle(out_dir / "train_gpt.py")
+        except TrainerError as exc:
+            raise PgolfError(str(exc)) from None
         target = [str(out_dir / "train_gpt.py")]
     launcher = [sys.executable]
     if nproc > 1:
         launcher += ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
     env = {**os.environ, **overrides, "OUT_DIR": str(out_dir.resolve()), "RUN_ID": cfg.run_id}
-    stdout = subprocess.DEVNULL if quiet else None
-    status = subprocess.run(launcher + target, env=env, stdout=stdout).returncode
+    if on_line is None:
+        status = subprocess.run(launcher + target, env=env).returncode
+    else:  # unbuffered, so each line arrives when the run prints it
+        with subprocess.Popen(launcher + target, env={**env, "PYTHONUNBUFFERED": "1"},
+                              stdout=subprocess.PIPE, text=True, errors="replace") as proc:
+            for line in proc.stdout:
+                on_line(line.rstrip("\n"))
+        status = proc.returncode
     if status == 2:  # bad input: the run printed its one line
         raise click.exceptions.Exit(2)
     if status != 0:

@@ -1,10 +1,13 @@
 """From trained weights to the artifact on disk, or a refusal before anything is written.
 
   1. GPTQ Hessians from training batches, inside what is left of the training budget;
-  2. GPTQ (round-to-nearest without Hessians), the compact container, brotli-11 and lzma;
-  3. the size check: code + model over 16,000,000 bytes stops here, saying by how much and what
-     to change;
+  2. GPTQ (round-to-nearest without Hessians), the compact container, and its compression:
+     COMPRESSOR=best picks brotli-11 or lzma on a 2 MiB sample, then only that one runs in full;
+  3. the size check: code + model over 16,000,000 bytes is fitted under the cap by pruning the
+     least important quantized levels (`fitcap.py`), verified with the real compressor and
+     logged; only when even all-zero levels would not fit does it stop, saying so;
   4. the artifact, written atomically by rank 0.
+Before training, `check_floor` refuses a model that no pruning could bring under the cap.
 """
 
 from __future__ import annotations
@@ -19,16 +22,17 @@ from torch import Tensor, nn
 
 from trainer.codesize import compact_form
 from trainer.distributed import broadcast_object, rank_and_world
-from trainer.compress import (compress_all, compress_artifact, pack_tensors, require_compressor,
-                              write_atomic)
+from trainer.compress import (compress_all, compress_artifact, container_sample, pack_tensors,
+                              require_compressor, write_atomic)
+from trainer.fitcap import NothingFits, fit_to_budget
 from trainer.hessians import collect_hessians, hessian_targets
-from trainer.quant import QTensor, level_range, quantization_summary, quantize_state_dict
+from trainer.quant import QTensor, quantization_summary, quantize_state_dict
 
 CAP_BYTES = 16_000_000
 
 
 class ArtifactTooLarge(ValueError):
-    """Code + compressed model over the cap; the message says by how much and what to change."""
+    """Code + compressed model over the cap at any pruning; the message says by how much."""
 
 
 def calibration_seconds(cfg, train_time_ms: float) -> float:
@@ -46,7 +50,9 @@ def write_artifact(cfg, model: nn.Module, loader, *,
     """Calibrate, quantize and compress `model`, then write the artifact (rank 0); returns the
     size figures it logged (on rank 0). `loader.next_batch()` gives training batches for at most
     `calibration_seconds`; `code` is the source of the running script, counted in the total.
-    Raises ArtifactTooLarge on every rank, with nothing written, when the total is over the cap."""
+    Raises ArtifactTooLarge on every rank, with nothing written, when nothing fits under the cap.
+    When levels were pruned to fit, the artifact before pruning is written beside it too, at
+    `unpruned_path(artifact_path)`, so the caller can measure what pruning cost."""
     require_compressor(cfg.compressor)
     hessians = _calibrate(cfg, model, loader, calibration_seconds, log)
     figures: dict = {}
@@ -54,8 +60,12 @@ def write_artifact(cfg, model: nn.Module, loader, *,
     if rank_and_world()[0] == 0:  # the others wait: every rank then reads the same file
         quantized = _quantize(cfg, model, hessians, log)
         try:
-            artifact, figures = _package(cfg, quantized, code, log)
+            artifact, unfitted, figures = _package(cfg, quantized, hessians, code, log)
             write_atomic(Path(artifact_path), artifact)
+            if unfitted is not None:
+                write_atomic(unpruned_path(artifact_path), unfitted)
+            else:  # not one an earlier run in this folder left
+                unpruned_path(artifact_path).unlink(missing_ok=True)
         except ArtifactTooLarge as exc:
             error = str(exc)
     error = broadcast_object(error)  # also a barrier: the artifact is on disk after it
@@ -65,11 +75,38 @@ def write_artifact(cfg, model: nn.Module, loader, *,
     return figures
 
 
+def unpruned_path(artifact_path: Path) -> Path:
+    """Where the artifact before pruning is kept until its score is measured."""
+    return Path(artifact_path).with_name(f"unpruned_{Path(artifact_path).name}")
+
+
+def check_floor(cfg, model: nn.Module, code: str, log: Callable[[str], None]) -> None:
+    """Before training: refuse a model that cannot fit at any pruning. The floor is the artifact
+    with every quantized level at zero (row scales, fp16 tensors, header) plus the code. Measured
+    on the initial weights, whose small tensors (norms at one, biases at zero) compress at least
+    as well as trained ones, so a floor over the cap here is over it after training too."""
+    quantized = quantize_state_dict(
+        model.state_dict(), {}, embeddings=_embeddings(model), matrix_bits=cfg.matrix_bits,
+        embed_bits=cfg.embed_bits, matrix_clip_sigmas=cfg.matrix_clip_sigmas,
+        embed_clip_sigmas=cfg.embed_clip_sigmas)
+    zeroed = {n: QTensor(torch.zeros_like(v.q), v.scale, v.bits, v.method)
+              if isinstance(v, QTensor) else v for n, v in quantized.items()}
+    floor = len(compress_artifact(pack_tensors(zeroed), "lzma")) + len(compact_form(code).encode())
+    if floor > CAP_BYTES:
+        raise ArtifactTooLarge(f"even with every quantized weight at zero the artifact would be "
+                               f"{floor:,} bytes (row scales, fp16 tensors and code), over the "
+                               f"{CAP_BYTES:,}-byte cap; make the model smaller")
+    log(f"export:floor {floor:,} bytes with every quantized weight at zero: the cap can be met")
+
+
+def _embeddings(model: nn.Module) -> set[str]:
+    return {f"{name}.weight" for name, m in model.named_modules() if isinstance(m, nn.Embedding)}
+
+
 def _quantize(cfg, model: nn.Module, hessians: dict[str, Tensor], log) -> dict:
-    embeddings = {f"{name}.weight" for name, m in model.named_modules() if isinstance(m, nn.Embedding)}
     t0 = time.perf_counter()
     quantized = quantize_state_dict(
-        model.state_dict(), hessians, embeddings=embeddings, matrix_bits=cfg.matrix_bits,
+        model.state_dict(), hessians, embeddings=_embeddings(model), matrix_bits=cfg.matrix_bits,
         embed_bits=cfg.embed_bits, matrix_clip_sigmas=cfg.matrix_clip_sigmas,
         embed_clip_sigmas=cfg.embed_clip_sigmas)
     log(f"quantize:{len(quantized)} tensors in {time.perf_counter() - t0:.1f}s")
@@ -101,18 +138,23 @@ def _calibrate(cfg, model, loader, seconds: float, log) -> dict[str, Tensor]:
     return hessians
 
 
-def _package(cfg, quantized: dict, code: str, log) -> tuple[bytes, dict]:
-    """The artifact bytes and the size figures; ArtifactTooLarge if it would not fit."""
+def _package(cfg, quantized: dict, hessians: dict[str, Tensor], code: str,
+             log) -> tuple[bytes, bytes | None, dict]:
+    """The artifact bytes, pruned to fit the cap when it is over, the artifact before pruning
+    (None when nothing was pruned) and the size figures; ArtifactTooLarge if nothing fits."""
     container = pack_tensors(quantized)
-    candidates = compress_all(container)
-    built = {m: a for m, (a, _) in candidates.items() if isinstance(a, bytes)}
-    log("compression: " + ", ".join(f"{m} {len(a):,} bytes in {sec:.1f}s" if isinstance(a, bytes)
-                                    else f"{m} {a}" for m, (a, sec) in candidates.items())
-        + f" (container {len(container):,})")
-    method = min(built, key=lambda m: len(built[m])) if cfg.compressor == "best" else cfg.compressor
-    artifact = built[method]
+    method = _choose_method(cfg.compressor, container, log)
+    t0 = time.perf_counter()
+    artifact = compress_artifact(container, method)
+    seconds = time.perf_counter() - t0
+    log(f"compression: {method} {len(artifact):,} bytes in {seconds:.1f}s "
+        f"(container {len(container):,})")
     code_raw = len(code.encode("utf-8"))
     code_compact = len(compact_form(code).encode("utf-8"))
+    pruned, unpruned = 0, None
+    if len(artifact) + code_compact > CAP_BYTES:
+        unpruned = artifact
+        artifact, pruned = _fit(quantized, hessians, method, artifact, CAP_BYTES - code_compact, log)
     log(f"Code size (uncompressed): {code_raw} bytes")
     log(f"Code size (compressed): {code_compact} bytes")
     log(f"Serialized model quantized+{method}: {len(artifact)} bytes")
@@ -120,37 +162,49 @@ def _package(cfg, quantized: dict, code: str, log) -> tuple[bytes, dict]:
         f"{len(artifact) + code_raw} bytes")
     log(f"Total submission size quantized+{method}: {len(artifact) + code_compact} bytes")
     total = len(artifact) + code_compact
-    if total > CAP_BYTES:
-        raise ArtifactTooLarge(_over_cap_advice(cfg, quantized, total, code_compact))
     if len(artifact) + code_raw > CAP_BYTES:
         log(f"export:note the literal reading (raw code) is {len(artifact) + code_raw - CAP_BYTES:,} "
             "bytes over the cap; ship the self-extracting code form (pgolf package does)")
-    return artifact, {"model_bytes": len(artifact), "method": method, "code_bytes_raw": code_raw,
+    return artifact, unpruned, {"model_bytes": len(artifact), "method": method, "code_bytes_raw": code_raw,
                       "code_bytes_compressed": code_compact, "total_bytes": total,
-                      **{f"{m}_bytes": len(a) for m, a in built.items()},
-                      **{f"{m}_seconds": sec for m, (_, sec) in candidates.items()}}
+                      "pruned_levels": pruned, "compress_seconds": seconds}
 
 
-def _over_cap_advice(cfg, quantized: dict, total: int, code_bytes: int) -> str:
-    """By how much the artifact is over, and the clip-sigma change that should bring it under.
+def _choose_method(choice: str, container: bytes, log) -> str:
+    """COMPRESSOR, or for `best` the method that compresses a sample of the container smaller:
+    running both in full cost 80 s + 56 s on a record-sized model."""
+    if choice != "best":
+        return choice
+    sample = container_sample(container)
+    tried = compress_all(sample)
+    built = {m: len(a) for m, (a, _) in tried.items() if isinstance(a, bytes)}
+    method = min(built, key=built.get)
+    log(f"compression:sample {len(sample):,} of {len(container):,} container bytes: "
+        + ", ".join(f"{m} {len(a):,} bytes in {sec:.1f}s" if isinstance(a, bytes) else f"{m} {a}"
+                    for m, (a, sec) in tried.items()) + f" -> {method}")
+    return method
 
-    With SDClip the entropy of a level is about bits - log2(k) + c (04-05 record README), so
-    every doubling of k saves about one bit per quantized weight. The floor is the artifact with
-    every level at zero (k -> infinity): if even that is over, no clip setting can fit."""
-    over = total - CAP_BYTES
-    head = f"total {total:,} bytes is {over:,} over the {CAP_BYTES:,}-byte cap; nothing was written"
-    zeroed = {n: QTensor(torch.zeros_like(v.q), v.scale, v.bits, v.method)
-              if isinstance(v, QTensor) else v for n, v in quantized.items()}
-    floor = len(compress_artifact(pack_tensors(zeroed), "lzma")) + code_bytes
-    if floor > CAP_BYTES:
-        return (f"{head}. No clip setting can fit: even with every quantized weight at zero it is "
-                f"{floor:,} bytes (scales, fp16 tensors and code); make the model smaller")
-    n_matrix = sum(v.q.numel() for v in quantized.values()
-                   if isinstance(v, QTensor) and v.bits == cfg.matrix_bits)
-    sigmas = cfg.matrix_clip_sigmas * 2.0 ** (8.0 * over / max(n_matrix, 1)) * 1.02
-    if sigmas > level_range(cfg.matrix_bits):
-        # A step wider than one standard deviation: most weights would round to zero.
-        return (f"{head}. Clipping alone would need MATRIX_CLIP_SIGMAS near {sigmas:.0f}, where "
-                "most weights round to zero; make the model smaller")
-    return (f"{head}. Raise MATRIX_CLIP_SIGMAS from {cfg.matrix_clip_sigmas} to about "
-            f"{sigmas:.2f} (or EMBED_CLIP_SIGMAS from {cfg.embed_clip_sigmas}) and rerun")
+
+def _fit(quantized: dict, hessians: dict[str, Tensor], method: str, artifact: bytes, budget: int,
+         log) -> tuple[bytes, int]:
+    """Prune the least important quantized levels until the model is at most `budget` bytes;
+    returns the artifact and the count pruned. ArtifactTooLarge when nothing fits."""
+    over = len(artifact) - budget
+    log(f"export:fit the model is {len(artifact):,} bytes, {over:,} over its {budget:,}-byte share "
+        "of the cap (the rest is code): pruning the least important quantized levels")
+    t0 = time.perf_counter()
+
+    def compress(q: dict) -> bytes:
+        return compress_artifact(pack_tensors(q), method)
+
+    try:
+        _, fitted, pruned = fit_to_budget(quantized, hessians, budget, artifact, compress, log)
+    except NothingFits as exc:
+        raise ArtifactTooLarge(f"the model is {len(artifact):,} bytes, {over:,} over its "
+                               f"{budget:,}-byte share of the {CAP_BYTES:,}-byte cap, and no pruning "
+                               f"fits it ({exc}); nothing was written; make the model smaller") from None
+    levels = sum(v.q.numel() for v in quantized.values() if isinstance(v, QTensor))
+    log(f"export:fit pruned {pruned:,} of {levels:,} quantized weights to zero "
+        f"({100 * pruned / levels:.3f}%): {len(artifact):,} -> {len(fitted):,} bytes in "
+        f"{time.perf_counter() - t0:.1f}s")
+    return fitted, pruned

@@ -90,9 +90,9 @@ class Config:
     enable_looping_at: float = knob(0.35, "Fraction of the training budget after which the loops run.")
     parallel_residual_start: int = knob(7, "First layer whose attention and MLP both read the block "
                                         "input (GPT-J style parallel residual, PR #1204); -1 = none.")
-    attn_backend: str = knob("auto", "Attention kernel; auto picks FlashAttention 3, else 2, else "
-                             "PyTorch SDPA (cuDNN when it works, else flash).",
-                             ("auto", "fa3", "fa2", "sdpa_cudnn", "sdpa_flash", "sdpa"))
+    attn_backend: str = knob("auto", "Attention kernel; auto picks the first that runs here of "
+                             "FlashAttention 3, 4, 2 and PyTorch SDPA (cuDNN, else flash).",
+                             ("auto", "fa3", "fa4", "fa2", "sdpa_cudnn", "sdpa_flash", "sdpa"))
     compile: bool = knob(True, "torch.compile the model (fullgraph) on CUDA.")
 
     # ---- optimizer -------------------------------------------------------------------------

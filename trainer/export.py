@@ -1,4 +1,5 @@
-"""The run loop's last phase: write the artifact, then evaluate it (`artifact.py`, `scoring.py`).
+"""The run loop's last phase: write the artifact, then evaluate it (`artifact.py`, `scoring.py`);
+and, before training, the check that the model can fit the cap at all.
 
 Called once the EMA weights are in the model and the pre-quantization score is logged. What can
 go wrong here with good code (a model over the cap, an unreadable artifact, a validation set
@@ -13,13 +14,14 @@ from pathlib import Path
 
 from torch import Tensor, nn
 
-from trainer.artifact import ArtifactTooLarge, calibration_seconds, write_artifact
+from trainer.artifact import (ArtifactTooLarge, calibration_seconds, check_floor, unpruned_path,
+                              write_artifact)
 from trainer.bpb import target_bytes
 from trainer.compress import ArtifactError, CompressorUnavailable
 from trainer.errors import TrainerError
 from trainer.runlog import log
 from trainer.runtime import Run
-from trainer.scoring import evaluate_artifact
+from trainer.scoring import evaluate_artifact, pruning_cost
 from trainer.sliding import ValidationTooShort, check_length
 
 ARTIFACT_NAME = "final_model.pga"
@@ -49,9 +51,21 @@ def export_and_evaluate(run: Run, model: nn.Module, train_time_ms: float) -> dic
         finally:
             loader.close()
         figures.update(evaluate_artifact(cfg, model, path, tokens, bytes_of, log=log))
+        unpruned = unpruned_path(path)
+        if unpruned.exists():  # levels were pruned to fit the cap: what did it cost?
+            figures["pruning_cost_bpb"] = pruning_cost(cfg, model, unpruned, tokens, bytes_of,
+                                                       figures["quantized"]["val_bpb"], log=log)
     except EXPORT_ERRORS as exc:
         raise TrainerError(str(exc)) from None
     return figures
+
+
+def check_cap_before_training(cfg, model: nn.Module, code_path: Path | None) -> None:
+    """Stop before training (a TrainerError) when no pruning could fit the model under the cap."""
+    try:
+        check_floor(cfg, model, _running_code(code_path), log)
+    except ArtifactTooLarge as exc:
+        raise TrainerError(str(exc)) from None
 
 
 def _running_code(code_path: Path | None) -> str:

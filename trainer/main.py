@@ -28,11 +28,11 @@ from trainer.runtime import Run
 from trainer.train import train
 
 try:
-    from trainer.export import export_and_evaluate
+    from trainer.export import check_cap_before_training, export_and_evaluate
 except ModuleNotFoundError as exc:  # the export half is built separately; without it runs end here
     if exc.name != "trainer.export":
         raise
-    export_and_evaluate = None
+    check_cap_before_training = export_and_evaluate = None
 
 # The file that is running, when it is a bundled train_gpt.py (then it is not inside a package).
 CODE_PATH = None if __package__ else Path(__file__).resolve()
@@ -75,6 +75,18 @@ def pick_device(dist: Dist) -> torch.device:
     return device
 
 
+def set_cpu_threads() -> str:
+    """One torch thread per process on CPU unless OMP_NUM_THREADS says otherwise; returns the log
+    line. torch's default, a thread per core, made a tiny step of the demo 5 to 30 times slower
+    on a shared two-core machine (threads waiting on each other while another process holds a
+    core), and the models that train on a CPU are too small to gain from more."""
+    if os.environ.get("OMP_NUM_THREADS"):
+        return f"cpu_threads:{torch.get_num_threads()} (OMP_NUM_THREADS)"
+    torch.set_num_threads(1)
+    return (f"cpu_threads:1 (one per process on {os.cpu_count()} cores; OMP_NUM_THREADS=N "
+            "for more)")
+
+
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
@@ -89,6 +101,8 @@ def run_training(cfg: Config, dist: Dist, device: torch.device, data: DataFiles)
         log_run_header(cfg, dist.world_size, CODE_PATH)
         log(f"world_size:{dist.world_size} grad_accum_steps:{dist.grad_accum_steps}")
         log(f"seed:{cfg.seed}")
+        if device.type == "cpu":
+            log(set_cpu_threads())
         seed_everything(cfg.seed)
         val = load_validation(cfg, data.val, data.tokenizer, device)
         log(f"train_shards: {len(data.train)}")
@@ -99,6 +113,8 @@ def run_training(cfg: Config, dist: Dist, device: torch.device, data: DataFiles)
         log(f"model_params:{sum(p.numel() for p in model.parameters())}")
         run = Run(cfg=cfg, dist=dist, device=device, data=data, val=val, out_dir=out_dir,
                   code_path=CODE_PATH)
+        if check_cap_before_training is not None and not cfg.prequant_only:
+            check_cap_before_training(cfg, model, CODE_PATH)
         train_ms = train(run, model, live)
         if dist.is_main:  # CPU tensors, so the checkpoint loads anywhere
             torch.save({k: v.cpu() for k, v in model.state_dict().items()}, out_dir / "final_model.pt")

@@ -262,7 +262,7 @@ def build_model(cfg: Config, device: torch.device) -> tuple[GPT, str]:
     inductor_config.triton.mix_order_reduction = False
     model = GPT(cfg).to(device)
     backend, why = choose_backend(cfg.attn_backend, device, cfg.num_heads, cfg.num_kv_heads,
-                                  cfg.model_dim // cfg.num_heads)
+                                  cfg.model_dim // cfg.num_heads, compile=cfg.compile)
     activate_backend(backend)
     model.set_attention_backend(backend)
     return model, f"{backend} ({why})"

@@ -11,6 +11,23 @@ import sys
 from trainer.runlog import set_echo
 
 
+def progress_status(step: int, total: int, loss: float, tokens_per_s: float, elapsed_ms: float,
+           fraction: float) -> str:
+    """`step 120/20000 loss 4.1234 52,000 tok/s 3:05 left`: the time left is the elapsed time
+    scaled by what is left of `fraction`, the share of the training budget (or steps) done."""
+    left = elapsed_ms / 1000.0 * (1.0 - fraction) / fraction if fraction > 0 else float("nan")
+    return f"step {step}/{total} loss {loss:.4f} {tokens_per_s:,.0f} tok/s {format_clock(left)} left"
+
+
+def format_clock(seconds: float) -> str:
+    """M:SS (H:MM:SS from an hour); `?` before there is anything to scale."""
+    if seconds != seconds:
+        return "?"
+    minutes, secs = divmod(max(0, round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
 class LiveProgress:
     def __init__(self, progress, console):
         self._progress, self._console = progress, console

@@ -7,10 +7,12 @@ with 8 decimals (the records' lines, which `pgolf audit` reads):
   quantized_ttt              score-first test-time training (TTT_ENABLED).
 One timer covers the artifact's roundtrip, every phase and every compilation:
 `total_eval_time:X.Xs` is the whole evaluation, not a sum of selected parts.
+After it, outside the timer, `pruning_cost` says what fitting the cap cost when levels were pruned.
 """
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from trainer.compress import read_artifact
-from trainer.distributed import REFERENCE_WORLD_SIZE, synchronize
+from trainer.distributed import REFERENCE_WORLD_SIZE, rank_and_world, synchronize
 from trainer.quant import dequantize_state_dict
 from trainer.sliding import TargetBytes, Trace, check_length, eval_stream
 from trainer.ttt import eval_ttt
@@ -70,6 +72,24 @@ def evaluate_artifact(cfg, model: nn.Module, artifact_path: Path, val_tokens: Te
     log(f"total_eval_time:{total:.1f}s")
     figures["total_eval_seconds"] = total
     return figures
+
+
+def pruning_cost(cfg, model: nn.Module, unpruned: Path, val_tokens: Tensor,
+                 target_bytes: TargetBytes, pruned_bpb: float, *, log: Callable[[str], None]) -> float:
+    """The `quantized` phase again on the artifact before pruning (the file `unpruned`, removed
+    after it), in a copy of `model`, whose own weights stay the scored ones; logs and returns the
+    val_bpb the pruning cost."""
+    other = copy.deepcopy(model)
+    _load(other, unpruned)
+    batch_windows = max(1, cfg.val_batch_tokens // (cfg.eval_seq_len * REFERENCE_WORLD_SIZE))
+    _, bpb = eval_stream(other, val_tokens, target_bytes, seq_len=cfg.eval_seq_len,
+                         stride=cfg.eval_seq_len, batch_windows=batch_windows,
+                         logits_fn=_scoring_fn(other, val_tokens.device, cfg.compile))
+    log(f"export:fit cost quantized val_bpb {bpb:.5f} before pruning, {pruned_bpb:.5f} after "
+        f"({pruned_bpb - bpb:+.5f}; not part of the timed evaluation)")
+    if rank_and_world()[0] == 0:  # every rank has read it: eval_stream ends in an all-reduce
+        Path(unpruned).unlink()
+    return pruned_bpb - bpb
 
 
 def _load(model: nn.Module, artifact_path: Path) -> None:

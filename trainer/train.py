@@ -29,7 +29,7 @@ from trainer.errors import TrainerError
 from trainer.evaluate import evaluate
 from trainer.model import GPT
 from trainer.optim import Optimizers, build_optimizers
-from trainer.progress import LiveProgress
+from trainer.progress import LiveProgress, progress_status
 from trainer.runlog import log
 from trainer.runtime import Run
 from trainer.schedule import EMA, REFERENCE_EMA_DECAY, REFERENCE_STEPS, Schedule, expected_steps
@@ -195,12 +195,14 @@ def run_steps(run: Run, model: GPT, net: nn.Module, compiled: nn.Module, opts: O
         if schedule.budget_ms is not None and elapsed_ms >= schedule.budget_ms and stop_at is None:
             stop_at = step
         every = cfg.train_log_every
+        tok_s = step * cfg.train_batch_tokens / (elapsed_ms / 1000.0)
         if step <= 5 or (every > 0 and step % every == 0) or step in (stop_at, total):
-            tok_s = step * cfg.train_batch_tokens / (elapsed_ms / 1000.0)
             log(f"step:{step}/{total} train_loss:{loss:.4f} train_time:{elapsed_ms:.0f}ms "
                 f"step_avg:{elapsed_ms / step:.2f}ms tok/s:{tok_s:.0f}")
         if live is not None:
-            live.update(schedule.progress(step, elapsed_ms), f"step {step} loss {loss:.4f}")
+            # The run ends at the budget or at ITERATIONS, whichever comes first.
+            done = max(schedule.progress(step, elapsed_ms), step / total)
+            live.update(done, progress_status(step, total, loss, tok_s, elapsed_ms, done))
     loader.close()
     log(f"loader: prefetch {cfg.loader_prefetch}, waited {loader.wait_ms:.0f}ms for batches")
     if run.device.type == "cuda":

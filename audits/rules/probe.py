@@ -29,7 +29,7 @@ RULES = rules(
 def bundle_hashes() -> dict[str, str]:
     """sha256 -> description of the train_gpt.py this pgolf version builds, raw and in its
     compact self-extracting form (what `pgolf package` may ship)."""
-    from pgolf_cli.bundle import build_bundle  # the bundler of `pgolf train`
+    from trainer.bundle import build_bundle  # the bundler of `pgolf train`
     from trainer.codesize import compact_form
     source = build_bundle()
     return {hashlib.sha256(source.encode()).hexdigest(): "the bundle",

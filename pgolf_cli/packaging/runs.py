@@ -2,8 +2,9 @@
 
 A run folder holds the script that ran (`train_gpt.py`), its rank-0 log (`train.log`) and the
 artifact. A run is refused when its log is missing, cut short or diverged, when the script in the
-folder is not the one the log names, or when it breaks a budget (the audit's own budget checks,
-run on the folder). A set of runs is refused when they ran different code or share a seed.
+folder is not the one the log names, or when it breaks a budget of its track (the audit's own
+budget checks, run on the folder: the size cap always, the 600 s budgets on the record track only).
+A set of runs is refused when they ran different code or share a seed.
 """
 
 from __future__ import annotations

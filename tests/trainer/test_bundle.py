@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pgolf_cli.bundle import build_bundle, package_dir
-from pgolf_cli.errors import PgolfError
+from trainer.bundle import build_bundle, package_dir
+from trainer.errors import TrainerError
 
 # Standard-library names that Python 3.10 lacks (added in 3.11 or later).
 NEWER_STDLIB = {"tomllib", "wsgiref.types", "typing.Self", "typing.LiteralString", "typing.Never",
@@ -107,7 +107,7 @@ def test_modules_in_dependency_order(tmp_path):
 ])
 def test_what_cannot_be_bundled_is_refused(tmp_path, files, message):
     src = _package(tmp_path, {"main": MAIN, **files})
-    with pytest.raises(PgolfError, match=re.escape(message)):
+    with pytest.raises(TrainerError, match=re.escape(message)):
         build_bundle(src)
 
 
@@ -133,7 +133,7 @@ def test_names_defined_in_guarded_blocks(tmp_path):
     exec(build_bundle(src), namespace)
     assert namespace["main"]() == 2 and namespace["kernel_a"]() == 1
     _package(tmp_path, {"a": GUARDED.format(name="kernel_b")})
-    with pytest.raises(PgolfError, match="bind the top-level name 'kernel_b'"):
+    with pytest.raises(TrainerError, match="bind the top-level name 'kernel_b'"):
         build_bundle(src)
 
 
@@ -168,3 +168,17 @@ def test_the_real_bundle_runs_from_any_folder(bundle_text, tmp_path):
     result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
                             env={"PATH": "/usr/bin:/bin", "PRESET": "tiny", "DATA_DIR": str(tmp_path)})
     assert result.returncode == 2 and result.stderr.startswith("train_gpt: data folder ")
+
+
+def test_what_a_run_never_reads_is_left_out(bundle_text):
+    tree = ast.parse(bundle_text)
+    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
+    undecorated = [f for f in functions if not f.decorator_list]
+    assert undecorated and not any(
+        f.returns or any(a.annotation for a in f.args.args + f.args.kwonlyargs) for f in undecorated)
+    # custom_op and triton.jit read their annotations: kept.
+    [op] = [f for f in functions if f.name == "softcap_ce_rows"]
+    assert op.decorator_list and op.returns is not None and op.args.args[0].annotation is not None
+    # A setting's reason is only listed by `pgolf train --list-settings`, from the package.
+    assert "    seed: int = knob(1337, \"\")\n" in bundle_text
+    assert "Seeds the weights" not in bundle_text

@@ -115,3 +115,12 @@ def test_a_failed_write_leaves_nothing(tmp_path):
     with pytest.raises(OSError):
         compress.write_atomic(tmp_path / "no_such_dir" / "model.pga", b"x")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_compressor_sample_covers_the_whole_container_in_proportion():
+    piece, pieces = compress.PIECE_BYTES, compress.SAMPLE_PIECES
+    container = bytes(range(256)) * (3 * pieces * piece // 256)  # 1.5x the sample size
+    sample = compress.container_sample(container)
+    assert len(sample) == pieces * piece
+    assert sample[:piece] == container[:piece] and sample[-piece:] == container[-piece:]
+    assert compress.container_sample(container[:piece * pieces]) == container[:piece * pieces]

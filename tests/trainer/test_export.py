@@ -40,6 +40,11 @@ def _export(tmp_path, cfg=None, val=None, loader=None, seconds=10.0):
     figures = artifact.write_artifact(cfg, model, loader or Loader(), code=CODE,
                                       artifact_path=path, calibration_seconds=seconds, log=lines.append)
     figures.update(scoring.evaluate_artifact(cfg, model, path, val, byte_table(), log=lines.append))
+    unpruned = artifact.unpruned_path(path)
+    if unpruned.exists():
+        figures["pruning_cost_bpb"] = scoring.pruning_cost(cfg, model, unpruned, val, byte_table(),
+                                                           figures["quantized"]["val_bpb"],
+                                                           log=lines.append)
     return figures, lines
 
 
@@ -65,10 +70,13 @@ def test_export_logs_every_line_the_audit_reads(exported):
     assert log.eval_time_ms.value == pytest.approx(figures["total_eval_seconds"] * 1000, abs=50)
     assert [m.base for m in log.eval_phases] == ["quantized", "quantized_sliding_window",
                                                  "quantized_ttt"]
-    assert any(re.fullmatch(r"compression: brotli [\d,]+ bytes in [\d.]+s, lzma [\d,]+ bytes in "
-                            r"[\d.]+s \(container [\d,]+\)",
-                            line) for line in lines)
-    assert figures["model_bytes"] == min(figures["brotli_bytes"], figures["lzma_bytes"])
+    # COMPRESSOR=best: both methods on a sample (here the whole small container), one in full.
+    sample = next(line for line in lines if line.startswith("compression:sample "))
+    sizes = dict(re.findall(r"(brotli|lzma) ([\d,]+) bytes", sample))
+    assert sample.endswith(f"-> {figures['method']}")
+    assert figures["method"] == min(sizes, key=lambda m: int(sizes[m].replace(",", "")))
+    assert f"compression: {figures['method']} {figures['model_bytes']:,} bytes in " in "\n".join(lines)
+    assert figures["pruned_levels"] == 0 and not any(line.startswith("export:fit") for line in lines)
 
 
 def test_quantized_model_scores_close_to_the_original(exported, tmp_path):
@@ -92,32 +100,66 @@ def test_the_artifact_on_disk_is_what_evaluation_reads(exported, tmp_path):
         assert torch.equal(value, stored[name].to(value.dtype)), name
 
 
-def test_over_the_cap_nothing_is_written_and_the_knob_is_named(exported, tmp_path, monkeypatch):
-    cap = int(exported[0]["total_bytes"] * 0.95)
+def test_over_the_cap_the_export_prunes_to_fit_and_says_what_it_did(exported, tmp_path, monkeypatch):
+    """A model made to land 3% over the cap comes out under it, with the pruning logged, and the
+    artifact on disk is the pruned one that evaluation reads."""
+    unfitted = exported[0]
+    before = compress.read_artifact(_unfitted_artifact(tmp_path / "unfitted"))
+    cap = int(unfitted["total_bytes"] * 0.97)
     monkeypatch.setattr(artifact, "CAP_BYTES", cap)
+    figures, lines = _export(tmp_path, cfg=config(ttt_enabled=False))
+    assert unfitted["total_bytes"] > cap >= figures["total_bytes"]
+    pruned = figures["pruned_levels"]
+    assert pruned > 0
+    assert (tmp_path / "model.pga").stat().st_size == figures["model_bytes"]
+    assert not artifact.unpruned_path(tmp_path / "model.pga").exists()  # removed once measured
+    [fit] = [line for line in lines if line.startswith("export:fit pruned ")]
+    assert fit.startswith(f"export:fit pruned {pruned:,} of ")
+    assert f"-> {figures['model_bytes']:,} bytes in " in fit
+    assert any(line.startswith("export:prune round 1: ") for line in lines)
+    after = compress.read_artifact(tmp_path / "model.pga")
+    # Exactly the pruned levels became zero; nothing else changed.
+    changed = sum(int((after[n].q != before[n].q).sum()) for n, v in before.items()
+                  if isinstance(v, quant.QTensor))
+    newly_zero = sum(int(((after[n].q == 0) & (before[n].q != 0)).sum()) for n, v in before.items()
+                     if isinstance(v, quant.QTensor))
+    assert changed == newly_zero == pruned
+    log = parse_log("\n".join(lines))
+    assert log.artifact_bytes.value == figures["total_bytes"] <= cap
+    # What pruning cost is measured against the unpruned artifact's score, and logged.
+    cost = figures["quantized"]["val_bpb"] - unfitted["quantized"]["val_bpb"]
+    assert figures["pruning_cost_bpb"] == pytest.approx(cost, abs=1e-9)
+    [line] = [line for line in lines if line.startswith("export:fit cost ")]
+    assert f"before pruning, {figures['quantized']['val_bpb']:.5f} after ({cost:+.5f};" in line
+    assert figures["quantized"]["val_bpb"] < 1.05 * unfitted["quantized"]["val_bpb"]
+
+
+def _unfitted_artifact(folder):
+    folder.mkdir()
+    _export(folder, cfg=config(ttt_enabled=False, sliding_window_enabled=False))
+    return folder / "model.pga"
+
+
+def test_a_model_that_cannot_fit_at_all_is_refused_with_nothing_written(tmp_path, monkeypatch):
+    monkeypatch.setattr(artifact, "CAP_BYTES", 3_000)
     with pytest.raises(artifact.ArtifactTooLarge) as info:
         _export(tmp_path)
     message = str(info.value)
-    assert "\n" not in message and f"over the {cap:,}-byte cap; nothing was written" in message
+    assert "\n" not in message and "no pruning fits it (even with every quantized level at zero it is" in message
+    assert message.endswith("nothing was written; make the model smaller")
     assert list(tmp_path.iterdir()) == []
-    sigmas = float(re.search(r"MATRIX_CLIP_SIGMAS from 12.85 to about ([\d.]+)", message).group(1))
-    # The advice works: with the suggested clip the same model fits.
-    figures, _ = _export(tmp_path, cfg=config(matrix_clip_sigmas=sigmas, ttt_enabled=False))
-    assert figures["total_bytes"] <= cap
 
 
-def test_far_over_the_cap_clipping_is_not_offered(tmp_path, monkeypatch):
-    monkeypatch.setattr(artifact, "CAP_BYTES", 200_000)
-    with pytest.raises(artifact.ArtifactTooLarge, match="most weights round to zero; make the model"):
-        _export(tmp_path)
-
-
-def test_a_model_that_cannot_fit_at_any_clip_is_told_so(tmp_path, monkeypatch):
-    monkeypatch.setattr(artifact, "CAP_BYTES", 3_000)
+def test_a_model_that_cannot_fit_is_refused_before_training(monkeypatch):
+    lines = []
+    artifact.check_floor(config(), tiny_model(), CODE, lines.append)
+    floor = int(re.fullmatch(r"export:floor ([\d,]+) bytes with every quantized weight at zero: "
+                             r"the cap can be met", lines[0]).group(1).replace(",", ""))
+    monkeypatch.setattr(artifact, "CAP_BYTES", floor - 1)
     with pytest.raises(artifact.ArtifactTooLarge,
-                       match="nothing was written. No clip setting can fit.*make the model smaller"):
-        _export(tmp_path)
-    assert list(tmp_path.iterdir()) == []
+                       match=rf"^even with every quantized weight at zero the artifact would be "
+                             rf"{floor:,} bytes .*; make the model smaller$"):
+        artifact.check_floor(config(), tiny_model(), CODE, lines.append)
 
 
 def test_short_validation_is_refused_before_any_work(tmp_path):

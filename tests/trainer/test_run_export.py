@@ -47,6 +47,7 @@ def test_a_run_ends_with_the_artifact_and_its_scores(monkeypatch, data_dir, tmp_
                      text, re.M)
     assert re.search(r"^  gptq int8: tok_emb\.weight$", text, re.M)
     assert re.search(r"^code: counted from the \d+ trainer modules loaded", text, re.M)
+    assert text.index("export:floor ") < text.index("step:1/")  # checked before training
     assert (tmp_path / "final_model.pga").stat().st_size == log.model_bytes.value
     stored = read_artifact(tmp_path / "final_model.pga")
     assert {"tok_emb.weight", "blocks.0.mlp.fc.weight"} <= set(stored)
@@ -60,14 +61,14 @@ def test_a_run_ends_with_the_artifact_and_its_scores(monkeypatch, data_dir, tmp_
     assert log.total_eval_time_ms is not None
 
 
-@pytest.mark.slow
-def test_over_the_cap_the_run_stops_in_one_line_with_nothing_written(monkeypatch, data_dir, tmp_path,
-                                                                    capsys):
-    monkeypatch.setattr(trainer.artifact, "CAP_BYTES", 100_000)
+def test_a_model_no_pruning_can_fit_stops_before_training(monkeypatch, data_dir, tmp_path, capsys):
+    monkeypatch.setattr(trainer.artifact, "CAP_BYTES", 3_000)
     with pytest.raises(SystemExit) as info:
         _run(monkeypatch, data_dir, tmp_path)
     assert info.value.code == 2  # bad input: one line, as every TrainerError
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and re.match(r"train_gpt: total [\d,]+ bytes is [\d,]+ over the 100,000-byte "
-                                      r"cap; nothing was written", err[0])
+    assert len(err) == 1 and re.match(r"train_gpt: even with every quantized weight at zero the "
+                                      r"artifact would be [\d,]+ bytes .* over the 3,000-byte cap; "
+                                      r"make the model smaller$", err[0])
     assert not (tmp_path / "final_model.pga").exists()
+    assert not (tmp_path / "final_model.pt").exists()  # no step was trained

@@ -10,7 +10,7 @@ from audits.legality import analyse_sources
 
 
 def test_the_bundled_trainer_has_no_legality_problem():
-    bundle = pytest.importorskip("pgolf_cli.bundle")
+    bundle = pytest.importorskip("trainer.bundle")
     result = analyse_sources((("train_gpt.py", bundle.build_bundle()),))
     assert result.unparsed == {}
     problems = [(v.rule, v.severity.name, v.kind) for v in result.verdicts if v.severity > Severity.INFO]

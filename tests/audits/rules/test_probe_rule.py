@@ -77,7 +77,7 @@ def test_a_failed_probe_is_a_fail_finding(tmp_path, seams):
 @pytest.mark.slow
 def test_a_folder_shipping_this_pgolf_bundle_is_really_probed(tmp_path):
     """No stand-ins: the bundle `pgolf train` would write, and the probes on pgolf's own code."""
-    from pgolf_cli.bundle import build_bundle
+    from trainer.bundle import build_bundle
     probe_check.probe_results.cache_clear()
     code, findings = _audit(_folder(tmp_path, build_bundle()), "--probe")
     assert code == 0, findings

@@ -6,7 +6,8 @@ works because the package imports only `from trainer.<module> import <name>` and
 define the same top-level name (both are checked here). Other imports are hoisted to the top,
 once each. Module docstrings become section comments; only the entry module keeps its
 `if __name__ == "__main__":` block, so importing the bundle runs nothing. The result must parse
-as Python 3.10. Nothing from pgolf_cli or audits is included.
+as Python 3.10. Nothing from pgolf_cli or audits is included, and this module itself is not:
+no run imports it.
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ from pathlib import Path
 
 import libcst as cst
 
-import trainer
-from pgolf_cli.errors import PgolfError
+from trainer.errors import TrainerError
 
 PACKAGE = "trainer"
 ENTRY = "main"
@@ -36,7 +36,7 @@ class Module:
 
 
 def package_dir() -> Path:
-    return Path(trainer.__file__).resolve().parent
+    return Path(__file__).resolve().parent
 
 
 def build_bundle(source_dir: Path | None = None) -> str:
@@ -62,7 +62,7 @@ def build_bundle(source_dir: Path | None = None) -> str:
     try:
         ast.parse(text, feature_version=TARGET_PYTHON)
     except SyntaxError as exc:
-        raise PgolfError(f"the bundle is not Python {TARGET_PYTHON[0]}.{TARGET_PYTHON[1]} "
+        raise TrainerError(f"the bundle is not Python {TARGET_PYTHON[0]}.{TARGET_PYTHON[1]} "
                          f"syntax: {exc.msg} at line {exc.lineno}") from None
     return text
 
@@ -88,22 +88,22 @@ def _internal_import(stmt: cst.CSTNode, where: str) -> tuple[str, list[str]] | N
     if isinstance(stmt, cst.Import):
         for alias in stmt.names:
             if _dotted(alias.name).split(".")[0] == PACKAGE:
-                raise PgolfError(f"{where}: write `from {PACKAGE}.<module> import <name>`, "
+                raise TrainerError(f"{where}: write `from {PACKAGE}.<module> import <name>`, "
                                  f"not `import {_dotted(alias.name)}`")
         return None
     if not isinstance(stmt, cst.ImportFrom):
         return None
     if stmt.relative:
-        raise PgolfError(f"{where}: relative imports cannot be bundled; import from {PACKAGE}.<module>")
+        raise TrainerError(f"{where}: relative imports cannot be bundled; import from {PACKAGE}.<module>")
     module = _dotted(stmt.module)
     if module.split(".")[0] != PACKAGE:
         return None
     if module.count(".") != 1 or isinstance(stmt.names, cst.ImportStar):
-        raise PgolfError(f"{where}: write `from {PACKAGE}.<module> import <name>, ...`")
+        raise TrainerError(f"{where}: write `from {PACKAGE}.<module> import <name>, ...`")
     names = []
     for alias in stmt.names:
         if alias.asname is not None:
-            raise PgolfError(f"{where}: `import ... as ...` of a {PACKAGE} name cannot be bundled")
+            raise TrainerError(f"{where}: `import ... as ...` of a {PACKAGE} name cannot be bundled")
         names.append(alias.name.value)
     return module.split(".")[1], names
 
@@ -145,11 +145,11 @@ def _dependency_order(source_dir: Path) -> list[Module]:
 
     def visit(name: str) -> None:
         if name in visiting:
-            raise PgolfError(f"import cycle: {' -> '.join(visiting + [name])}")
+            raise TrainerError(f"import cycle: {' -> '.join(visiting + [name])}")
         if any(m.name == name for m in order):
             return
         if not (source_dir / f"{name}.py").exists():
-            raise PgolfError(f"{PACKAGE}/{name}.py does not exist")
+            raise TrainerError(f"{PACKAGE}/{name}.py does not exist")
         visiting.append(name)
         modules[name] = _read(source_dir, name)
         for dep in modules[name].deps:
@@ -231,14 +231,14 @@ def _check_names(order: list[Module]) -> None:
     for module in order:
         for name, origin in defined[module.name].items():
             if name in bound and bound[name][0] != origin:
-                raise PgolfError(f"{PACKAGE}/{module.name}.py and {PACKAGE}/{bound[name][1]}.py both "
+                raise TrainerError(f"{PACKAGE}/{module.name}.py and {PACKAGE}/{bound[name][1]}.py both "
                                  f"bind the top-level name {name!r}; rename one so they can share a file")
             bound.setdefault(name, (origin, module.name))
         present = {m: n for m, n in module.optional.items() if m in defined}
         for source, names in {**module.imports, **present}.items():
             for name in names:
                 if name not in defined.get(source, {}):
-                    raise PgolfError(f"{PACKAGE}/{module.name}.py imports {name} from "
+                    raise TrainerError(f"{PACKAGE}/{module.name}.py imports {name} from "
                                      f"{PACKAGE}.{source}, which does not define it at top level")
 
 
@@ -302,8 +302,40 @@ def _transform(module: Module, is_entry: bool, bundled: set[str]) -> _Body:
                 imports.append(small)
             continue
         kept.append(stmt)
-    code = cst.Module(body=kept).code.strip("\n")
+    code = cst.Module(body=kept).visit(_Slim()).code.strip("\n")
     return _Body(imports, code)
+
+
+# Arguments that only pgolf reads from the package (`pgolf train --list-settings` shows a knob's
+# reason), never a run: the bundle ships them empty.
+PACKAGE_ONLY_ARGS = {"knob": 1}
+
+
+class _Slim(cst.CSTTransformer):
+    """What a run never reads, left out of the bundle: annotations of undecorated functions (with
+    `from __future__ import annotations` they are unevaluated strings; decorators such as
+    torch.library.custom_op and triton.jit read theirs, so those keep them) and the arguments of
+    PACKAGE_ONLY_ARGS."""
+
+    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
+        if original.decorators:
+            return updated
+        params = updated.params
+        strip = lambda ps: [p.with_changes(annotation=None) for p in ps]  # noqa: E731
+        star = params.star_arg
+        return updated.with_changes(returns=None, params=params.with_changes(
+            params=strip(params.params), kwonly_params=strip(params.kwonly_params),
+            posonly_params=strip(params.posonly_params),
+            star_arg=star.with_changes(annotation=None) if isinstance(star, cst.Param) else star,
+            star_kwarg=params.star_kwarg and params.star_kwarg.with_changes(annotation=None)))
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        index = PACKAGE_ONLY_ARGS.get(_dotted(updated.func))
+        if index is None or len(updated.args) <= index:
+            return updated
+        args = list(updated.args)
+        args[index] = args[index].with_changes(value=cst.SimpleString('""'))
+        return updated.with_changes(args=args)
 
 
 def _docstring(stmt: cst.CSTNode) -> str | None:
