@@ -10,12 +10,12 @@ import click
 
 from audits import api, catalogue
 from audits.context import DEFAULT_PYTHON, AuditOptions, Baseline
-from audits.report import FORMATS
+from audits.report import FORMATS, console, rules
 from audits.submission import LOG_LIMIT, InputError, read_bounded
 from audits.submission.logparse import parse_log
 from audits.waivers import load_waivers
-from pgolf_cli import console
 from pgolf_cli.errors import PgolfError
+from pgolf_cli.files import write_atomic
 from pgolf_cli.smoke_option import resolve_smoke, smoke_option
 
 
@@ -109,13 +109,13 @@ def audit_command(paths, fmt, output, strict, only, skip, waive, waiver_files, p
       pgolf audit FOLDER --baseline-bpb 1.0810 --format json -o audit.json
     """
     if list_rules:
-        click.echo(console.rules_table(), nl=False)
+        click.echo(rules.rules_table(), nl=False)
         return
     if explain:
         rule_id = explain.strip()
         if rule_id not in catalogue.BY_ID:
             raise PgolfError(f"unknown rule {rule_id!r}; `pgolf audit --list-rules` lists them")
-        click.echo(console.explain(rule_id), nl=False)
+        click.echo(rules.explain(rule_id), nl=False)
         return
     if not paths:
         raise click.UsageError("give at least one records folder (or use --list-rules)")
@@ -143,7 +143,7 @@ def audit_command(paths, fmt, output, strict, only, skip, waive, waiver_files, p
     else:
         text = FORMATS[fmt](report)
         if output:
-            console.write_atomic(Path(output), text)
+            write_atomic(Path(output), text)
         else:
             click.echo(text, nl=False)
     sys.exit(report.exit_code)

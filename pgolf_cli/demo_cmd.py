@@ -23,10 +23,11 @@ from rich.table import Table
 from audits.engine import AuditReport
 from audits.findings import Severity
 from audits.report.review import render_review
+from audits.report.text import finding_lines
 from audits.submission.logparse import parse_log
-from pgolf_cli.console import finding_lines, write_atomic
 from pgolf_cli.data_cmd import split_summary
 from pgolf_cli.errors import PgolfError
+from pgolf_cli.files import write_atomic
 from pgolf_cli.packaging import PackageError, PackageRequest, PackageResult, package
 from pgolf_cli.review_cmd import review_audit
 from pgolf_cli.run_progress import RunProgress

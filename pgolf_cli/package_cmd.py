@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from audits.findings import Severity
-from pgolf_cli.console import finding_lines
+from audits.report.text import finding_lines
 from pgolf_cli.errors import PgolfError
 from pgolf_cli.packaging import PackageError, PackageRequest, PackageResult, package
 from pgolf_cli.packaging.request import CODE_FORMS, TRACK_DIRS

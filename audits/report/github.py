@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from audits.engine import AuditReport
-from audits.report.paths import repo_file
 from audits.report.neutral import github as _escape
+from audits.report.paths import repo_file
 
 _LEVEL = {"FAIL": "error", "WARN": "warning", "INFO": "notice"}
 

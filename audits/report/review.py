@@ -16,8 +16,8 @@ from audits.compliance import condition_results, rule_results, unchecked_lines
 from audits.context import AuditOptions
 from audits.engine import AuditReport, SubmissionReport
 from audits.findings import Finding, Severity
-from audits.report.paths import REPO_PATH_RULES, repo_location
 from audits.report.neutral import code, fence, markdown
+from audits.report.paths import REPO_PATH_RULES, repo_location
 from audits.stats import mean, sample_var
 from audits.submission import LOG_LIMIT, Submission, read_bounded, runs
 

@@ -72,3 +72,19 @@ def render_text(report: AuditReport) -> str:
                    f"{counts[Severity.INFO]} INFO"
                    + (f", {waived} waived" if waived else ""))
     return neutral.terminal("\n".join(out)) + "\n"
+
+
+def finding_lines(sub, indent: str, explanations: dict[str, str] | None = None) -> list[str]:
+    """Each FAIL and WARN (not waived) with its place, then its explanation or fix; then errors."""
+    out = []
+    for f in sub.findings:
+        if f.severity == Severity.INFO or f.waived is not None:
+            continue
+        where = f" {f.location()}" if f.location() else ""
+        out.append(f"{indent}{f.severity} {f.rule}{where}: {f.message}")
+        if f.severity == Severity.WARN and explanations and f.rule in explanations:
+            out.append(f"{indent}     why: {explanations[f.rule]}")
+        elif f.hint:
+            out.append(f"{indent}     fix: {f.hint}")
+    out += [f"{indent}ERROR {error}" for error in sub.errors]
+    return [neutral.terminal(line) for line in out]
