@@ -1,11 +1,14 @@
-"""The `pgolf` group: commands loaded when they run, listed with their own words."""
+"""The `pgolf` group (commands loaded when they run, listed with their own words) and the files
+commands write."""
 
 from __future__ import annotations
 
 import importlib
+import os
 import subprocess
 import sys
 
+from pgolf_cli.files import write_atomic
 from pgolf_cli.main import COMMANDS
 
 
@@ -25,9 +28,6 @@ def test_help_loads_neither_the_audit_nor_the_trainer():
 
 
 def test_a_written_report_gets_the_mode_the_umask_gives(tmp_path):
-    import os
-
-    from pgolf_cli.files import write_atomic
     old = os.umask(0o022)
     try:
         write_atomic(tmp_path / "out" / "report.md", "text\n")
