@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from audits.findings import Finding
-from audits.smoke import classify, guard, isolation, pipes, reap, snapshot, tempdirs
+from audits.smoke import guard, isolation, pipes, reap, snapshot, tempdirs
 from audits.smoke.isolation import Sandbox
 from audits.submission import ENTRY_SCRIPT, Script, Submission
 
@@ -59,7 +59,8 @@ class Limits:
 
 @dataclasses.dataclass
 class SmokeResult:
-    """What the smoke import of one script found; `findings` are its IMPORT_* findings."""
+    """What the smoke import of one script found; `findings`, its IMPORT_* findings in words, are
+    made by the rule (audits/rules/smoke.py)."""
 
     script: str | None  # the entry script, relative to the folder; None when there is none
     outcome: str  # pass, error, stopped, not_imported, no_script
@@ -106,7 +107,6 @@ def run_smoke(sub: Submission, options, *, sandbox: Sandbox | None = None,
             tempdirs.release(tmp, lock)
         after = snapshot.folder_state(sub.root, _COPY_LIMIT)
         result.folder_changes = sorted(rel for rel in set(before) | set(after) if before.get(rel) != after.get(rel))
-    result.findings = classify.findings(result, sub, script)
     return result
 
 

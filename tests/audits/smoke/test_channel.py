@@ -15,8 +15,9 @@ from support import SANDBOXES
 
 from audits import catalogue, submission  # noqa: F401  (catalogue registers the rules findings name)
 from audits.context import AuditOptions
+from audits.rules.smoke import smoke_import
 from audits.smoke import tempdirs
-from audits.smoke.run import Limits, run_smoke
+from audits.smoke.run import Limits
 
 LEVELS = [pytest.param(sandbox, id=level) for level, sandbox in SANDBOXES.items()]
 HOSTILE = Path(__file__).parents[2] / "hostile"
@@ -40,7 +41,7 @@ def hostile(tmp_path: Path, attack: str, secret_file: Path | None = None) -> sub
 
 
 def smoke(sub, sandbox, limits=QUICK):
-    return run_smoke(sub, AuditOptions(smoke=True), sandbox=sandbox, limits=limits)
+    return smoke_import(sub, AuditOptions(smoke=True), sandbox=sandbox, limits=limits)
 
 
 @pytest.mark.parametrize("sandbox", LEVELS)
@@ -113,7 +114,7 @@ def test_a_killed_runs_folder_is_removed_at_the_next_start(smoke_folder, own_tmp
     older.mkdir()
     live, lock = tempdirs.make("pgolf-smoke-", suffix=".flock", parent=own_tmpdir)
     try:
-        result = run_smoke(smoke_folder("sibling_import"), AuditOptions(smoke=True), limits=QUICK)
+        result = smoke_import(smoke_folder("sibling_import"), AuditOptions(smoke=True), limits=QUICK)
         assert result.outcome == "pass"
         assert sorted(own_tmpdir.iterdir()) == sorted([live, older])
     finally:

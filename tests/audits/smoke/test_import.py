@@ -10,18 +10,19 @@ import sys
 import pytest
 
 from audits import api
-from audits.rules import smoke as smoke_checks
 from audits.context import AuditOptions
 from audits.findings import Severity
+from audits.rules import smoke as smoke_checks
+from audits.rules.smoke import smoke_import
 from audits.smoke import isolation
-from audits.smoke.run import Limits, run_smoke
+from audits.smoke.run import Limits
 
 OPTIONS = AuditOptions(smoke=True)
 QUICK = Limits(wall_s=60, cpu_s=60)
 
 
 def smoke(sub, options=OPTIONS, **kwargs):
-    return run_smoke(sub, options, limits=QUICK, **kwargs)
+    return smoke_import(sub, options, limits=QUICK, **kwargs)
 
 
 def only_finding(result):

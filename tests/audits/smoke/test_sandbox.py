@@ -11,11 +11,12 @@ import uuid
 from pathlib import Path
 
 import pytest
+from support import SANDBOXES, processes_with, smoke_processes
 
 from audits.context import AuditOptions
 from audits.findings import Severity
-from audits.smoke.run import Limits, run_smoke
-from support import SANDBOXES, processes_with, smoke_processes
+from audits.rules.smoke import smoke_import
+from audits.smoke.run import Limits
 
 LEVELS = [pytest.param(sandbox, id=level) for level, sandbox in SANDBOXES.items()]
 OPTIONS = AuditOptions(smoke=True)
@@ -23,7 +24,7 @@ QUICK = Limits(wall_s=30, cpu_s=30)
 
 
 def smoke(sub, sandbox, limits=QUICK):
-    return run_smoke(sub, OPTIONS, sandbox=sandbox, limits=limits)
+    return smoke_import(sub, OPTIONS, sandbox=sandbox, limits=limits)
 
 
 def only_finding(result):
