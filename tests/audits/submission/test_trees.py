@@ -1,4 +1,5 @@
-"""The parsed trees every reader shares, and sources the parsers must not be given."""
+"""The parsed trees every reader shares, and hostile sources and folders the loader and the
+parsers must come through with findings, not crashes or hangs."""
 
 from __future__ import annotations
 
@@ -78,3 +79,19 @@ def test_a_symbolic_link_loop_is_a_finding(tmp_path):
     assert report.errors == []
     loops = [f for f in report.findings if f.rule == "SYMLINK_OUTSIDE"]
     assert sorted(f.file for f in loops) == ["a", "b"] and all("loops" in f.message for f in loops)
+
+
+def test_a_fifo_and_a_tree_600_deep_in_the_folder_are_findings_not_hangs(tmp_path):
+    folder = tmp_path / "2026-05-01_case"
+    folder.mkdir()
+    (folder / "train_gpt.py").write_text("x = 1\n")
+    os.mkfifo(folder / "train_seed42.log")  # opening it to read would block forever
+    deep = folder.joinpath(*["d"] * 600)
+    deep.mkdir(parents=True)
+    try:
+        report = audit([str(folder)], AuditOptions()).submissions[0]
+    finally:
+        for level in range(600, 0, -1):  # no recursive removal: pytest's own would overflow
+            folder.joinpath(*["d"] * level).rmdir()
+    assert report.errors == []
+    assert [f for f in report.findings if f.rule == "FILE_UNREADABLE" and "nested deeper" in f.message]
