@@ -17,7 +17,7 @@ EXPECTED = {
                             {"FEWER_THAN_3_SEEDS", "SUBMISSION_JSON_MISMATCH"}),
     "2026-03-19_SlidingWindowEval": (set(), {"FEWER_THAN_3_SEEDS"}),
     # no val_bpb; val_loss holds a bpb figure; bytes_total is the round 15,900,000
-    "2026-03-20_10L_Int5MLP_MuonWD04_SWA50": ({"SUBMISSION_JSON_INVALID", "SUBMISSION_JSON_MISMATCH"}, set()),
+    "2026-03-20_10L_Int5MLP_MuonWD04_SWA50": (set(), {"SUBMISSION_JSON_INVALID", "SUBMISSION_JSON_MISMATCH"}),
     # headline is seed 1337's score; train.log is a copy of train_seed1337.log
     "2026-03-22_11L_EMA_GPTQ-lite_warmdown3500_QAT015_1.1233": (
         set(), {"SUBMISSION_JSON_MISMATCH", "FEWER_THAN_3_SEEDS"}),

@@ -467,13 +467,14 @@ def test_readme_flags_hyperparameters_that_differ_between_runs(tmp_path):
 
 def test_the_non_record_track_packages_runs_over_the_time_budgets(tmp_path):
     """The non-record track is the unlimited-compute one: a 40-minute run with a 640 s evaluation
-    is refused for the record track and packaged, audit clean of budget findings, for this one."""
+    is refused for the record track and packaged for this one, its budgets noted, never blocking."""
     runs = [runfolders.write_run(tmp_path / "runs" / "a", 42, train_ms=2_400_000, total_eval_s=640.0),
             runfolders.write_run(tmp_path / "runs" / "b", 314)]
     with pytest.raises(PackageError, match="OVER_BUDGET"):
         package(request(runs, tmp_path))
     result = package(request(runs, tmp_path, track="non_record_16mb"))
     assert not result.failed
-    rules = {f.rule for f in result.report.submissions[0].findings}
-    assert not rules & {"TRAIN_OVER_BUDGET", "EVAL_OVER_BUDGET", "GPTQ_CALIB_AFTER_BUDGET"}
+    findings = result.report.submissions[0].findings
+    blocking = {f.rule for f in findings if f.severity > Severity.INFO}  # a long run there is noted
+    assert not blocking & {"TRAIN_OVER_BUDGET", "EVAL_OVER_BUDGET", "GPTQ_CALIB_AFTER_BUDGET"}
     assert json.loads((result.folder / "submission.json").read_text())["seed_results"]["42"]["steps"] > 0
