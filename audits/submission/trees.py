@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import collections
 import contextlib
+import re
 import warnings
 from collections.abc import Callable
 from typing import TypeVar
@@ -37,6 +38,7 @@ _cache: collections.OrderedDict[tuple[str, object], tuple[object, Exception | No
     collections.OrderedDict()
 
 T = TypeVar("T")
+_CHAIN_BREAKS = re.compile(r"[\n,;:=()\[\]{}]")
 
 
 class TooComplex(ValueError):
@@ -94,8 +96,9 @@ def _node_checks_off():
 
 
 def _depth(source: str) -> int:
-    """The depth of the syntax tree, from `ast` (fast, iterative); for a source `ast` rejects, the
-    bracket depth plus the most binary operators on one line (a chain `a+b+...` nests as deep)."""
+    """The depth of the syntax tree, from `ast` (fast, iterative); for a source `ast` rejects (newer
+    syntax than this Python's), the bracket depth plus the longest chain of binary operators with
+    no bracket, comma or assignment between them (`a+b+...` nests as deep as it is long)."""
     try:
         tree = ast_module(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -103,8 +106,8 @@ def _depth(source: str) -> int:
         for char in source:
             depth += (char in "([{") - (char in ")]}")
             deepest = max(deepest, depth)
-        return deepest + max((sum(line.count(op) for op in "+-*/%&|^@<>") for line in source.splitlines()),
-                             default=0)
+        chains = (sum(piece.count(op) for op in "+-*/%&|^@") for piece in _CHAIN_BREAKS.split(source))
+        return deepest + max(chains, default=0)
     deepest, stack = 0, [(tree, 1)]
     while stack:
         node, depth = stack.pop()
