@@ -116,13 +116,14 @@ _NOT_A_DEFECT = "not counted as a defect: only syntax errors, undefined names an
 
 def findings(result, sub: Submission, script: Script | None) -> list[Finding]:
     """Turn what the smoke import did into IMPORT_FAIL and IMPORT_STUB_LIMIT findings.
-    
+
     Only three failures are the submission's own defects, and FAIL: a syntax error, an undefined
     name, and a module that is neither installed nor declared (requirements.txt or the reference
     environment). A syntax error that is only newer syntax than the Python that ran the import is
-    a WARN: the Python-version check (PY_SYNTAX_TOO_NEW) reports that syntax against the target. A failure at a stubbed GPU-only name is IMPORT_STUB_LIMIT (WARN). Anything else
-    (CUDA work at import, a declared package missing here, a sandbox limit) is a WARN under
-    IMPORT_FAIL that says why it is not counted as a defect.
+    a WARN: PY_SYNTAX_TOO_NEW reports that syntax against the target. A failure at a stubbed
+    GPU-only name is IMPORT_STUB_LIMIT (WARN). Anything else (CUDA work at import, a declared
+    package missing here, a sandbox limit) is a WARN under IMPORT_FAIL that says why it is not
+    counted as a defect.
     """
     if result.outcome == "no_script":
         return []
