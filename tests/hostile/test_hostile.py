@@ -148,6 +148,7 @@ def test_a_daemon_holding_the_pipes_does_not_hold_pgolf(tmp_path):
     assert "SMOKE_TEST_PASS" in smoke_message(findings)
 
 
+@pytest.mark.slow
 def test_escape_sequences_and_markdown_in_an_exception_come_out_inert(tmp_path):
     run, findings, review = audit_and_review(tmp_path, "injection")
     assert "RuntimeError" in smoke_message(findings)

@@ -11,6 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -39,6 +40,7 @@ def _audit(folder: Path) -> subprocess.CompletedProcess:
                            str(folder)], capture_output=True, text=True, timeout=TIME_LIMIT_S)
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(source=SOURCES)

@@ -117,6 +117,7 @@ def _import_and_describe(path: Path) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_wrapped_script_defines_the_same_program_as_the_file_that_ran(packaged):
     runs, result = packaged
     shipped = _import_and_describe(result.folder / "train_gpt.py")

@@ -61,6 +61,7 @@ def test_review_of_a_clean_folder(folder):
                                   "is deterministic: rerun it to diff.</sub>")
 
 
+@pytest.mark.slow
 def test_review_is_the_same_bytes_wherever_and_whenever_it_runs(folder, tmp_path):
     _, here = review(folder)
     _, again = review(folder)

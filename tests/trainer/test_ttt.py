@@ -82,6 +82,7 @@ def _two_rank_worker(rank, path, queue):
         raise
 
 
+@pytest.mark.slow
 def test_two_ranks_agree_with_one(tmp_path):
     import torch.multiprocessing as mp
     ctx = mp.get_context("spawn")

@@ -9,6 +9,7 @@ from audits.findings import Severity
 from audits.legality import analyse_sources
 
 
+@pytest.mark.slow
 def test_the_bundled_trainer_has_no_legality_problem():
     bundle = pytest.importorskip("trainer.bundle")
     result = analyse_sources((("train_gpt.py", bundle.build_bundle()),))

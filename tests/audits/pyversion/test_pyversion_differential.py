@@ -42,6 +42,7 @@ def test_fixture_holds_the_current_corpus(fixture):
     assert len(fixture["cases"]) >= 1000
 
 
+@pytest.mark.slow
 def test_verdicts_agree_with_cpython_310(fixture):
     wrong_line, wrong_message = [], []
     for case in fixture["cases"]:
