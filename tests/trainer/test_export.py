@@ -100,6 +100,7 @@ def test_the_artifact_on_disk_is_what_evaluation_reads(exported, tmp_path):
         assert torch.equal(value, stored[name].to(value.dtype)), name
 
 
+@pytest.mark.slow
 def test_over_the_cap_the_export_prunes_to_fit_and_says_what_it_did(exported, tmp_path, monkeypatch):
     """A model made to land 3% over the cap comes out under it, with the pruning logged, and the
     artifact on disk is the pruned one that evaluation reads."""

@@ -58,6 +58,7 @@ def _package_killed_at(step: int, sig: int, request: PackageRequest, exchange: b
     return None if os.waitstatus_to_exitcode(status) == 0 else status
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("exchange", [True, False], ids=["exchange", "two_renames"])
 def test_a_kill_at_any_step_leaves_the_old_folder_or_the_new_one(tmp_path, exchange):
     runs = runfolders.write_runs(tmp_path / "runs")
