@@ -3,7 +3,7 @@
 libcst's PositionProvider (through MetadataWrapper) takes about a second on a 150 KB module: it
 also runs an empty visit over every node. This pass records the same ranges with the same hooks
 PositionProvider's codegen state uses (libcst's internal CodegenState) in about a third of that
-(`python -m benchmarks.legality_speed`); tests/audits/legality/test_parts.py checks the two agree
+(a one-off timing on a 150 KB record script); tests/audits/legality/test_parts.py checks the two agree
 on every node. Code generation is lossless, so offsets are offsets into the parsed source.
 """
 
