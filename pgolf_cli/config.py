@@ -74,7 +74,7 @@ def _config(path: Path, table: dict) -> Config:
     python = table.get("python")
     if python is not None and not isinstance(python, str):
         raise PgolfError(f"{path}: [tool.pgolf] python must be a string such as \"3.10\"")
-    bpb = table.get("baseline-bpb", ())
+    bpb = table.get("baseline-bpb", [])
     bpb = [bpb] if isinstance(bpb, (int, float)) else bpb
     if not isinstance(bpb, list) or not all(isinstance(v, (int, float)) and 0 < v < 20 for v in bpb):
         raise PgolfError(f"{path}: [tool.pgolf] baseline-bpb must be a val_bpb or a list of them")

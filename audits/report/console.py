@@ -34,9 +34,9 @@ def print_report(report: AuditReport, detail: str = "normal", summary: str = "")
         if sub.logs and not quiet:
             table = Table(show_edge=False, pad_edge=False)
             for header in ("seed", "log", "val_bpb", "from line", "train", "eval", "artifact"):
-                # fold: a name too long for its column goes on over the next lines, whole
+                # the log name folds over the next lines, whole; the figures keep one line each
                 table.add_column(header, justify="right" if header not in ("log", "from line") else "left",
-                                 overflow="fold")
+                                 overflow="fold", no_wrap=header != "log")
             for log in sub.logs:
                 row = runs.seed_row(log)
                 src = row["sources"].get("val_bpb", {})
