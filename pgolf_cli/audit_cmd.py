@@ -45,6 +45,20 @@ def _python_version(ctx, param, value: str | None):
     return version
 
 
+def _records_folders(paths: tuple[str, ...]) -> tuple[str, ...]:
+    """The paths with each file inside a records folder (`records/track_*/NAME/...`) replaced by
+    that folder, once: what a pre-commit hook passes is the files a commit changes."""
+    out = []
+    for path in paths:
+        p = Path(path)
+        if p.is_file():
+            p = next((a for a in p.parents if a.parent.name.startswith("track_")
+                      and a.parent.parent.name == "records"), p)
+        if str(p) not in out:
+            out.append(str(p))
+    return tuple(out)
+
+
 def _configuration(paths: tuple[str, ...]) -> config.Config:
     """The `[tool.pgolf]` table that governs every folder audited (one, or none)."""
     found = [config.find(Path(p)) if Path(p).is_dir() else config.Config() for p in paths]
@@ -136,6 +150,7 @@ def audit_command(paths, fmt, output, quiet, verbose, strict, exit_zero, no_conf
       pgolf audit . --base origin/main --format sarif -o pgolf.sarif
 
     \b
+    A file inside a records folder audits that folder (as a pre-commit hook passes them).
     Settings: [tool.pgolf] in the nearest pyproject.toml from the folder up to the
     checkout's root (python, baseline-bpb, waivers); the command line wins.
     Waive a finding in code: `# pgolf: waive RULE reason` on its line or the line above.
@@ -154,6 +169,8 @@ def audit_command(paths, fmt, output, quiet, verbose, strict, exit_zero, no_conf
     if quiet and verbose:
         raise click.UsageError("give --quiet or --verbose, not both")
     started = time.monotonic()
+    if base is None:
+        paths = _records_folders(paths)
     smoke = resolve_smoke(smoke)
     if smoke_forward and not smoke:
         raise PgolfError("--smoke-forward needs the smoke import; drop --no-smoke")
