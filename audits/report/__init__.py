@@ -12,4 +12,5 @@ from audits.report.text import render_text
 FORMATS = {"text": render_text, "json": render_json, "github": render_github,
            "markdown": render_markdown, "sarif": render_sarif}
 
-__all__ = ["FORMATS", "report_dict", "render_github", "render_json", "render_markdown", "render_sarif", "render_text"]
+__all__ = ["FORMATS", "render_github", "render_json", "render_markdown", "render_sarif", "render_text",
+           "report_dict"]

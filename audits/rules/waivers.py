@@ -30,8 +30,8 @@ def inline_waiver_invalid(sub, options):
     comment.
     """
     for w in inline_waivers(sub):
-        where = dict(file=w.file, line=w.line,
-                     via=sub.scripts[w.file].via(w.line) if w.unwrapped else None)
+        where = {"file": w.file, "line": w.line,
+                 "via": sub.scripts[w.file].via(w.line) if w.unwrapped else None}
         if w.rule not in ROWS:
             yield found("INLINE_WAIVER_INVALID",
                         f"waiver comment names {'no rule' if not w.rule else 'unknown rule ' + repr(w.rule)}; "

@@ -13,7 +13,6 @@ index and no dependencies fetched.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import site
@@ -23,7 +22,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from localrepo import GIT_ENV, TRACK, git, pr_repository
 from support import good_folder_files, record_log
 
@@ -91,7 +89,7 @@ def run_action(tmp_path: Path, workspace: Path, inputs: dict[str, str], base: st
         script.write_text(step["run"])
         step_env = {**env, **{k: fill(v, context) for k, v in step.get("env", {}).items()}}
         cwd = workspace / fill(step.get("working-directory", "."), context)
-        done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], cwd=cwd,
+        done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], check=False, cwd=cwd,
                               env=step_env, capture_output=True, text=True, timeout=600)
         ran.append(step["name"])
         if done.returncode != 0:
@@ -117,7 +115,7 @@ def test_the_action_annotates_a_failing_pr_from_a_shallow_checkout(tmp_path):
     assert budget.startswith(f"::error file={TRACK}/{NAME}/train_seed42.log,line=")
     # pgolf ran from the environment the install step filled, not from this checkout
     where = subprocess.run([tmp_path / "venv" / "bin" / "python", "-c",
-                            "import pgolf_cli; print(pgolf_cli.__file__)"], capture_output=True, text=True,
+                            "import pgolf_cli; print(pgolf_cli.__file__)"], check=False, capture_output=True, text=True,
                            env={"PATH": GIT_ENV["PATH"]}, cwd=tmp_path)
     assert str(tmp_path / "venv") in where.stdout, where.stdout + where.stderr
 

@@ -8,10 +8,10 @@ import re
 
 import pytest
 from click.testing import CliRunner
+from support import good_folder_files, record_log, write_folder
 
 from audits.submission import codesize
 from pgolf_cli.main import cli
-from support import good_folder_files, record_log, write_folder
 
 NAME = "2026-04-09_Good_Run"
 NEW_SYNTAX = "type Vector = list[float]\n"  # PEP 695: Python 3.12 syntax

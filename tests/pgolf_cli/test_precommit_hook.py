@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from localrepo import GIT_ENV, TRACK, git
 from support import good_folder_files, record_log, write_folder
 
@@ -26,7 +25,7 @@ ROOT = Path(__file__).parents[2]
 pytestmark = [
     pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed"),
     pytest.mark.skipif(subprocess.run([sys.executable, "-m", "pre_commit", "--version"],
-                                      capture_output=True).returncode != 0,
+                                      capture_output=True, check=False).returncode != 0,
                        reason="pre-commit is not installed (pip install -e '.[test]')"),
 ]
 
@@ -64,7 +63,7 @@ def repository(tmp_path: Path) -> tuple[Path, dict]:
 
 def commit(repo: Path, env: dict, message: str) -> subprocess.CompletedProcess:
     subprocess.run(["git", "add", "."], cwd=repo, env=env, check=True, timeout=60)
-    return subprocess.run(["git", "commit", "-m", message], cwd=repo, env=env, capture_output=True,
+    return subprocess.run(["git", "commit", "-m", message], check=False, cwd=repo, env=env, capture_output=True,
                           text=True, timeout=300)
 
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 from click.testing import CliRunner
+from localrepo import TRACK, pr_repository
+from support import good_folder_files, record_log, write_folder
 
 from audits import catalogue
-from localrepo import TRACK, pr_repository
 from pgolf_cli.main import cli
-from support import good_folder_files, record_log, write_folder
 
 # The SARIF 2.1.0 schema as the OASIS SARIF TC publishes it (oasis-tcs/sarif-spec,
 # sarif-2.1/schema/sarif-schema-2.1.0.json, errata 01), stored unchanged.
@@ -65,7 +65,7 @@ def test_a_failing_pr_folder_validates_and_points_into_the_repository(tmp_path):
 
 def test_a_folder_outside_a_repository_is_named_by_its_file_uri(tmp_path):
     folder = write_folder(tmp_path / NAME, failing_files())
-    code, doc = sarif(str(folder), "--waive", "FEWER_THAN_3_SEEDS=seed 999 crashed")
+    _, doc = sarif(str(folder), "--waive", "FEWER_THAN_3_SEEDS=seed 999 crashed")
     results = doc["runs"][0]["results"]
     waived = [r for r in results if r["ruleId"] == "FEWER_THAN_3_SEEDS"]
     uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results if "locations" in r}
