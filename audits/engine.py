@@ -75,7 +75,7 @@ def audit_submission(sub: Submission, options: AuditOptions) -> SubmissionReport
         except Exception:  # a bug in pgolf: report it, keep the other checks' results
             last = traceback.format_exc().strip().splitlines()[-1]
             errors.append(f"internal error in the check of {rule_id}: {last}")
-    findings = apply_waivers(findings, sub, options.waivers)
+    findings = apply_waivers(findings, sub, options.waivers, options.waiver_comments)
     # The finding that decides the verdict first: by the level it pushes toward, then severity.
     findings.sort(key=lambda f: (LEVELS.index(level_of(f, options.strict)), _ORDER[f.severity],
                                  f.rule, f.file or "", f.line or 0))

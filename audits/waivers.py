@@ -55,11 +55,12 @@ def load_waivers(cli: tuple[str, ...], files: tuple[str, ...],
     return waivers
 
 
-def apply_waivers(findings: list[Finding], sub: Submission, waivers: Mapping[str, str]) -> list[Finding]:
-    """`findings` with the waived ones marked with their reason. INFO findings are never waived:
-    they block nothing."""
+def apply_waivers(findings: list[Finding], sub: Submission, waivers: Mapping[str, str],
+                  comments: bool = True) -> list[Finding]:
+    """`findings` with the waived ones marked with their reason: by `waivers`, and by the code's
+    waiver comments unless `comments` is off. INFO findings are never waived: they block nothing."""
     by_place = {}
-    for w in inline_waivers(sub):
+    for w in inline_waivers(sub) if comments else ():
         if w.rule in catalogue.BY_ID and w.reason:
             by_place.setdefault((w.file, w.target, w.unwrapped, w.rule), w.reason)
     out = []

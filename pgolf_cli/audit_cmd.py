@@ -112,6 +112,8 @@ def _baseline(bpb: str | None, run_logs: tuple[str, ...]) -> Baseline | None:
               help="Exit 0 even when findings fail the audit (2 still means bad input or an internal error).")
 @click.option("--no-config", is_flag=True,
               help="Ignore [tool.pgolf] in pyproject.toml (e.g. when reviewing someone else's folder).")
+@click.option("--no-waiver-comments", is_flag=True,
+              help="Ignore `# pgolf: waive` comments in the submission's code (the author's own).")
 @click.option("--only", callback=_rule_list, metavar="RULE[,RULE...]", help="Run only these rules.")
 @click.option("--skip", callback=_rule_list, metavar="RULE[,RULE...]", help="Do not run these rules.")
 @click.option("--waive", multiple=True, metavar="RULE=REASON",
@@ -137,9 +139,9 @@ def _baseline(bpb: str | None, run_logs: tuple[str, ...]) -> Baseline | None:
                    "that ship this pgolf version's bundle; the folder's code is never run.")
 @click.option("--list-rules", is_flag=True, help="List every rule and exit.")
 @click.option("--explain", metavar="RULE", help="Explain one rule and exit.")
-def audit_command(paths, fmt, output, quiet, verbose, strict, exit_zero, no_config, only, skip, waive,
-                  waiver_files, python, base, baseline_bpb, baseline_run, p_threshold, smoke,
-                  smoke_forward, probe, list_rules, explain):
+def audit_command(paths, fmt, output, quiet, verbose, strict, exit_zero, no_config, no_waiver_comments,
+                  only, skip, waive, waiver_files, python, base, baseline_bpb, baseline_run,
+                  p_threshold, smoke, smoke_forward, probe, list_rules, explain):
     """Check records folders (or a PR's change, with --base) against every rule.
 
     \b
@@ -195,7 +197,8 @@ def audit_command(paths, fmt, output, quiet, verbose, strict, exit_zero, no_conf
         target_python=python or DEFAULT_PYTHON, python_origin=python_origin,
         only=only, skip=skip, strict=strict, waivers=waivers,
         baseline=baseline, p_threshold=p_threshold,
-        base_ref=base, smoke=smoke, smoke_forward=smoke_forward, probe=probe)
+        base_ref=base, smoke=smoke, smoke_forward=smoke_forward, probe=probe,
+        waiver_comments=not no_waiver_comments)
     try:
         report = api.audit(paths, options)
     except InputError as exc:

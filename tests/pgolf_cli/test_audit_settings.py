@@ -97,6 +97,8 @@ def test_a_waiver_comment_on_the_same_line(tmp_path):
     code, doc = audit_json(str(folder_with_script(tmp_path, script)))
     assert code == 0
     assert [f["waived"] for f in findings(doc, "PY_SYNTAX_TOO_NEW")] == ["runs on 3.12"]
+    code, doc = audit_json(str(tmp_path / "records" / "track_10min_16mb" / NAME), "--no-waiver-comments")
+    assert code == 1 and [f["waived"] for f in findings(doc, "PY_SYNTAX_TOO_NEW")] == [None]
 
 
 @pytest.mark.parametrize("comment,message", [
