@@ -53,6 +53,7 @@ def _rule(rule: catalogue.Rule) -> dict:
     checked = rule.id in CHECKS
     return {
         "id": rule.id,
+        "name": "".join(part.capitalize() for part in rule.id.split("_")),  # TrainOverBudget
         "shortDescription": {"text": rule.summary},
         "help": {"text": explain(rule.id)},
         "helpUri": rule.sources[0].url if rule.sources else "https://github.com/openai/parameter-golf",
