@@ -42,6 +42,7 @@ class AuditOptions:
     smoke: bool = False
     smoke_forward: bool = False
     probe: bool = False  # run the causality probes on pgolf's own evaluation (--probe)
+    waiver_comments: bool = True  # honour `# pgolf: waive` comments in the submission's code
 
     def selected(self, rule_id: str) -> bool:
         """Whether the rule runs: chosen by --only/--skip, and its option on where it needs one

@@ -56,6 +56,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
     \b
     Exit status: 0 clean, 1 findings at or above the threshold, 2 usage or internal error.
+    Shell completion: eval "$(_PGOLF_COMPLETE=bash_source pgolf)" (zsh_source, fish_source).
     """
     ctx.obj = {"debug": debug}
 
