@@ -25,9 +25,9 @@ def audit(folder: Path, out: Path, timeout: float) -> str:
     """Audit one case into `out`; returns a line saying what went wrong, or ""."""
     command = [sys.executable, "-m", "pgolf_cli", "audit", "--format", "json", "--no-smoke", str(folder)]
     case = folder.parent / "CASE.json"
-    if case.is_file():  # the PR's change: the folder's own files at its place, and those outside it
-        meta = json.loads(case.read_text())
-        lines = [f"{f['status']}\t{meta['folder']}/{f['path']}" for f in meta.get("pr_files_in_folder", [])]
+    meta = json.loads(case.read_text()) if case.is_file() else {}
+    if meta.get("pr_files_in_folder"):  # the PR's change: the folder's files at its place, and the rest
+        lines = [f"{f['status']}\t{meta['folder']}/{f['path']}" for f in meta["pr_files_in_folder"]]
         lines += [f"{f['status']}\t{f['path']}" for f in meta.get("pr_files_outside_folder", [])]
         changes = out.with_suffix(".changes")
         changes.write_text("".join(line + "\n" for line in lines))
