@@ -20,6 +20,8 @@ import dataclasses
 import functools
 import re
 
+from audits.submission import trees
+
 NATIVE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu", ".h", ".hpp")
 SOURCE_LIMIT = 1_000_000  # characters of one native source read
 MAX_SOURCES = 16
@@ -210,7 +212,7 @@ def read_python(rel: str, source: str) -> list[Hit]:
     """Spreads in Python loops over gathered arrays, in functions that mix probabilities; each
     with the name of the function it is in (for the caller's reachability check)."""
     try:
-        tree = ast.parse(source)
+        tree = trees.ast_module(source)  # the parse every reader shares
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     lines = source.splitlines()
