@@ -9,16 +9,23 @@ from audits import submission as submission_mod
 from audits.context import AuditOptions
 from audits.engine import AuditReport, SubmissionReport, audit_submission
 from audits.rules.layout import layout_not_single_folder
-from audits.submission.gitdiff import added_folders, changed_paths
+from audits.submission.gitdiff import added_folders, changed_paths, folder_in_change
 
 
 def load_submissions(paths: Iterable[str], options: AuditOptions) -> list[submission_mod.Submission]:
-    """The submissions named by `paths`: folders as given, or with `base_ref` the records folders
-    each repository's change adds. Raises InputError for paths that cannot be audited."""
+    """The submissions named by `paths`: folders as given (with `changed_files`, each placed in the
+    change), or with `base_ref` the records folders each repository's change adds. Raises
+    InputError for paths that cannot be audited."""
     subs = []
     for path in paths:
         if options.base_ref is None:
-            subs.append(submission_mod.load(path))
+            changes = None if options.changed_files is None else list(options.changed_files)
+            sub = submission_mod.load(path, changes=changes)
+            files = {e.rel for e in sub.entries if e.kind == "file"}
+            folder = folder_in_change(changes, sub.name, files) if changes is not None else None
+            if folder is not None:
+                submission_mod.place(sub, folder)
+            subs.append(sub)
             continue
         repo = Path(path)
         if not repo.is_dir():

@@ -39,6 +39,7 @@ class AuditOptions:
     baseline: Baseline | None = None
     p_threshold: float = 0.01
     base_ref: str | None = None
+    changed_files: tuple[tuple[str, str], ...] | None = None  # the PR's change, from --changed-files
     smoke: bool = False
     smoke_forward: bool = False
     probe: bool = False  # run the causality probes on pgolf's own evaluation (--probe)

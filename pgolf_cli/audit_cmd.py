@@ -13,6 +13,7 @@ from audits import api, catalogue
 from audits.context import DEFAULT_PYTHON, AuditOptions, Baseline
 from audits.report import FORMATS, console, rules, text
 from audits.submission import LOG_LIMIT, InputError, read_bounded
+from audits.submission.gitdiff import CHANGES_LIMIT, parse_changes
 from audits.submission.logparse import parse_log
 from audits.waivers import load_waivers
 from pgolf_cli import config
@@ -94,6 +95,29 @@ def _baseline(bpb: str | None, run_logs: tuple[str, ...]) -> Baseline | None:
     return None
 
 
+def _changed_files(path: str | None, base: str | None):
+    """The PR's changed paths from a file (`-`: standard input), bounded in size."""
+    if path is None:
+        return None
+    if base is not None:
+        raise PgolfError("give either --base or --changed-files, not both")
+    origin = "--changed-files " + ("(stdin)" if path == "-" else path)
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read(CHANGES_LIMIT + 1)
+            data, truncated = data[:CHANGES_LIMIT], len(data) > CHANGES_LIMIT
+        else:
+            data, truncated = read_bounded(Path(path), CHANGES_LIMIT)
+    except OSError as exc:
+        raise PgolfError(f"{origin}: cannot read it ({exc.strerror})") from None
+    if truncated:
+        raise PgolfError(f"{origin}: over {CHANGES_LIMIT // 2**20} MiB; give the PR's own list of paths")
+    try:
+        return tuple(parse_changes(data.decode("utf-8", "surrogateescape"), origin))
+    except InputError as exc:
+        raise PgolfError(str(exc)) from None
+
+
 @click.command("audit")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
 @click.option("--format", "fmt",
@@ -125,6 +149,10 @@ def _baseline(bpb: str | None, run_logs: tuple[str, ...]) -> Baseline | None:
 @click.option("--base", metavar="REF",
               help="PATH is a repository checkout: audit the records folder its HEAD adds over REF "
                    "and check that the change touches nothing else.")
+@click.option("--changed-files", metavar="FILE",
+              help="The PR's changed paths, one per line as `git diff --name-status` prints them "
+                   "(a bare path counts as added; - reads standard input): check the one-folder rule "
+                   "without a checkout.")
 @click.option("--baseline-bpb", metavar="X[,Y...]", help="Previous record's val_bpb (per seed if several).")
 @click.option("--baseline-run", multiple=True, type=click.Path(dir_okay=False, path_type=str),
               metavar="LOG", help="Previous record's seed logs (repeatable).")
@@ -140,7 +168,7 @@ def _baseline(bpb: str | None, run_logs: tuple[str, ...]) -> Baseline | None:
 @click.option("--list-rules", is_flag=True, help="List every rule and exit.")
 @click.option("--explain", metavar="RULE", help="Explain one rule and exit.")
 def audit_command(paths, fmt, output, quiet, verbose, strict, exit_zero, no_config, no_waiver_comments,
-                  only, skip, waive, waiver_files, python, base, baseline_bpb, baseline_run,
+                  only, skip, waive, waiver_files, python, base, changed_files, baseline_bpb, baseline_run,
                   p_threshold, smoke, smoke_forward, probe, list_rules, explain):
     """Check records folders (or a PR's change, with --base) against every rule.
 
@@ -148,6 +176,7 @@ def audit_command(paths, fmt, output, quiet, verbose, strict, exit_zero, no_conf
     Examples:
       pgolf audit records/track_10min_16mb/2026-04-09_MyRun
       pgolf audit . --base origin/main --format github
+      git diff --name-status main...pr | pgolf audit FOLDER --changed-files -
       pgolf audit FOLDER --baseline-bpb 1.0810 --format json -o audit.json
       pgolf audit . --base origin/main --format sarif -o pgolf.sarif
 
@@ -197,8 +226,8 @@ def audit_command(paths, fmt, output, quiet, verbose, strict, exit_zero, no_conf
         target_python=python or DEFAULT_PYTHON, python_origin=python_origin,
         only=only, skip=skip, strict=strict, waivers=waivers,
         baseline=baseline, p_threshold=p_threshold,
-        base_ref=base, smoke=smoke, smoke_forward=smoke_forward, probe=probe,
-        waiver_comments=not no_waiver_comments)
+        base_ref=base, changed_files=_changed_files(changed_files, base), smoke=smoke,
+        smoke_forward=smoke_forward, probe=probe, waiver_comments=not no_waiver_comments)
     try:
         report = api.audit(paths, options)
     except InputError as exc:
