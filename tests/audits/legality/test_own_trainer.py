@@ -17,7 +17,7 @@ def test_the_bundled_trainer_has_no_legality_problem(preset):
     from trainer.config import load_config
     from trainer.reach import unreached
     source = bundle.build_bundle(leave_out=unreached(load_config({"PRESET": preset})))
-    assert ("trainer/lqer.py" in source) == (preset == "frontier")
+    assert ("# ---- trainer/lqer.py" in source) == (preset == "frontier")
     result = analyse_sources((("train_gpt.py", source),))
     assert result.unparsed == {}
     problems = [(v.rule, v.severity.name, v.kind) for v in result.verdicts if v.severity > Severity.INFO]
