@@ -175,10 +175,15 @@ PRESETS: dict[str, dict[str, Any]] = {
     # The field defaults are the 2026-04-09 record as it ran.
     "record": {},
     # The 2026-04-27 record's (PR #1855) techniques on the record stack: BOS-masked SmearGate,
-    # the sparse attention gate, LQER, int7 embedding and per-group clips.
+    # the sparse attention gate, LQER, int7 embedding and per-group clips; and its settings
+    # for what pgolf shares with it (optimizer, schedule, calibration).
     "frontier": {
         "smear_gate_enabled": True, "sparse_attn_gate_enabled": True, "lqer_enabled": True,
         "embed_bits": 7, "embed_clip_sigmas": 14.0, "mlp_clip_sigmas": 11.5, "attn_clip_sigmas": 13.0,
+        "matrix_lr": 0.026, "muon_momentum": 0.97, "muon_ns_coeffs": "polar_express", "beta2": 0.99,
+        "warmdown_frac": 0.85, "min_lr": 0.1, "qk_gain_init": 5.0,
+        "gptq_calibration_batches": 16,
+        "gptq_reserve_seconds": 8.0,                # PR #1868's re-run: Hessians end inside 600 s
     },
     # The challenge's naive baseline (root train_gpt.py; records/.../2026-03-17_NaiveBaseline).
     "baseline": {
