@@ -85,6 +85,7 @@ def run_training(overrides: dict[str, str], out_dir: Path | None = None, nproc: 
     from trainer.bundle import write_bundle
     from trainer.distributed import REFERENCE_WORLD_SIZE
     from trainer.preflight import preflight
+    from trainer.reach import unreached
 
     try:
         cfg = load_config(os.environ, overrides)
@@ -102,7 +103,7 @@ def run_training(overrides: dict[str, str], out_dir: Path | None = None, nproc: 
         target = ["-m", "trainer"]
     else:
         try:
-            write_bundle(out_dir / "train_gpt.py")
+            write_bundle(out_dir / "train_gpt.py", leave_out=unreached(cfg))
         except TrainerError as exc:
             raise PgolfError(str(exc)) from None
         target = [str(out_dir / "train_gpt.py")]

@@ -39,10 +39,11 @@ def package_dir() -> Path:
     return Path(__file__).resolve().parent
 
 
-def build_bundle(source_dir: Path | None = None) -> str:
-    """The text of train_gpt.py built from the trainer package in `source_dir`."""
+def build_bundle(source_dir: Path | None = None, leave_out: frozenset[str] = frozenset()) -> str:
+    """The text of train_gpt.py built from the trainer package in `source_dir`; the optional
+    modules in `leave_out` (trainer.reach says which the settings never use) are left out."""
     source_dir = source_dir or package_dir()
-    order = _dependency_order(source_dir)
+    order = _dependency_order(source_dir, leave_out)
     _check_names(order)
     imports: list[cst.Import | cst.ImportFrom] = []
     sections: list[str] = []
@@ -67,8 +68,9 @@ def build_bundle(source_dir: Path | None = None) -> str:
     return text
 
 
-def write_bundle(path: Path, source_dir: Path | None = None) -> str:
-    text = build_bundle(source_dir)
+def write_bundle(path: Path, source_dir: Path | None = None,
+                 leave_out: frozenset[str] = frozenset()) -> str:
+    text = build_bundle(source_dir, leave_out)
     path.write_text(text, encoding="utf-8")
     return text
 
@@ -117,7 +119,7 @@ def _guarded_import(stmt: cst.CSTNode, where: str) -> tuple[str, list[str]] | No
     return None
 
 
-def _read(source_dir: Path, name: str) -> Module:
+def _read(source_dir: Path, name: str, leave_out: frozenset[str]) -> Module:
     path = source_dir / f"{name}.py"
     where = f"{PACKAGE}/{name}.py"
     tree = cst.parse_module(path.read_text(encoding="utf-8"))
@@ -125,7 +127,7 @@ def _read(source_dir: Path, name: str) -> Module:
     for stmt in tree.body:
         guarded = _guarded_import(stmt, where)
         if guarded is not None:
-            if (source_dir / f"{guarded[0]}.py").exists():
+            if guarded[0] not in leave_out and (source_dir / f"{guarded[0]}.py").exists():
                 module.deps.append(guarded[0])
             module.optional[guarded[0]] = guarded[1]
             continue
@@ -138,7 +140,7 @@ def _read(source_dir: Path, name: str) -> Module:
     return module
 
 
-def _dependency_order(source_dir: Path) -> list[Module]:
+def _dependency_order(source_dir: Path, leave_out: frozenset[str]) -> list[Module]:
     modules: dict[str, Module] = {}
     order: list[Module] = []
     visiting: list[str] = []
@@ -151,7 +153,7 @@ def _dependency_order(source_dir: Path) -> list[Module]:
         if not (source_dir / f"{name}.py").exists():
             raise TrainerError(f"{PACKAGE}/{name}.py does not exist")
         visiting.append(name)
-        modules[name] = _read(source_dir, name)
+        modules[name] = _read(source_dir, name, leave_out)
         for dep in modules[name].deps:
             visit(dep)
         visiting.pop()

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from torch import Tensor, nn
 
-from trainer.artifact import (ArtifactTooLarge, calibration_seconds, check_floor, unpruned_path,
-                              write_artifact)
+from trainer.artifact import (ArtifactTooLarge, calibration_seconds, check_build, check_floor,
+                              unpruned_path, write_artifact)
 from trainer.bpb import target_bytes
 from trainer.compress import ArtifactError, CompressorUnavailable
 from trainer.errors import TrainerError
@@ -61,7 +61,9 @@ def export_and_evaluate(run: Run, model: nn.Module, train_time_ms: float) -> dic
 
 
 def check_cap_before_training(cfg, model: nn.Module, code_path: Path | None) -> None:
-    """Stop before training (a TrainerError) when no pruning could fit the model under the cap."""
+    """Stop before training (a TrainerError) when no pruning could fit the model under the cap,
+    or when the settings need a module this build left out."""
+    check_build(cfg)
     try:
         check_floor(cfg, model, _running_code(code_path), log)
     except ArtifactTooLarge as exc:

@@ -26,6 +26,13 @@ from trainer.quant import dequantize_state_dict
 from trainer.sliding import TargetBytes, Trace, check_length, eval_stream
 from trainer.ttt import eval_ttt
 
+try:
+    from trainer.lqer import fold_corrections
+except ModuleNotFoundError as exc:  # left out of a bundle whose settings do not use LQER
+    if exc.name != "trainer.lqer":
+        raise
+    fold_corrections = None
+
 
 def _clock(device: torch.device) -> float:
     """Seconds on a clock read after the GPU has finished its queued work."""
@@ -94,6 +101,8 @@ def pruning_cost(cfg, model: nn.Module, unpruned: Path, val_tokens: Tensor,
 
 def _load(model: nn.Module, artifact_path: Path) -> None:
     state = dequantize_state_dict(read_artifact(artifact_path))
+    if fold_corrections is not None:  # LQER's factors, when the artifact holds any
+        state = fold_corrections(state)
     model.load_state_dict(state, strict=True)
 
 

@@ -26,22 +26,31 @@ RULES = rules(
 
 
 @functools.lru_cache(maxsize=1)
-def bundle_hashes() -> dict[str, str]:
-    """sha256 -> description of the train_gpt.py this pgolf version builds, raw and in its
-    compact self-extracting form (what `pgolf package` may ship)."""
+def bundle_hashes() -> dict[str, tuple[str, tuple[tuple[str, str], ...]]]:
+    """sha256 -> (description, settings) of every train_gpt.py this pgolf version builds, raw and
+    in its compact self-extracting form (what `pgolf package` may ship): one bundle per set of
+    optional modules the settings can reach, with the settings that switch those modules on."""
     from trainer.bundle import build_bundle  # the bundler of `pgolf train`
     from trainer.codesize import compact_form
-    source = build_bundle()
-    return {hashlib.sha256(source.encode()).hexdigest(): "the bundle",
-            hashlib.sha256(compact_form(source).encode()).hexdigest(): "the bundle's compact form"}
+    from trainer.reach import every_leave_out, settings_reaching
+    known = {}
+    for leave_out in every_leave_out():
+        source = build_bundle(leave_out=leave_out)
+        settings = tuple(sorted(settings_reaching(leave_out).items()))
+        what = "the bundle" + (f" with {', '.join(n for n, _ in settings)}" if settings else "")
+        known[hashlib.sha256(source.encode()).hexdigest()] = (what, settings)
+        known[hashlib.sha256(compact_form(source).encode()).hexdigest()] = (
+            f"{what}, compact form", settings)
+    return known
 
 
-@functools.lru_cache(maxsize=1)
-def probe_results() -> tuple:
-    """The probes on pgolf's installed evaluation with a tiny random model (a few seconds, CPU).
-    They do not depend on the audited folder, so one run serves every folder of an audit."""
+@functools.lru_cache(maxsize=None)
+def probe_results(settings: tuple[tuple[str, str], ...] = ()) -> tuple:
+    """The probes on pgolf's installed evaluation with a tiny random model (a few seconds, CPU),
+    with `settings` on. They do not depend on the audited folder, so one run serves every folder
+    of an audit that ships the same bundle."""
     from trainer.probe import self_probe
-    return tuple(self_probe())
+    return tuple(self_probe(dict(settings)))
 
 
 @check("EVAL_CAUSALITY_PROBE")
@@ -49,7 +58,8 @@ def eval_causality_probe(sub, options):
     """What it checks: only with `--probe`, and only for a folder whose train_gpt.py is the bundle this
     pgolf version builds (same sha256, raw or compact form), pgolf runs its own installed
     evaluation (standard, sliding-window and score-first TTT phases, after a quantized artifact
-    roundtrip) on a tiny random model, then again with tokens altered. C1: replacing every token
+    roundtrip) on a tiny random model, with the settings that switch on every optional module the
+    shipped bundle holds (SmearGate and the attention gate, LQER), then again with tokens altered. C1: replacing every token
     after t leaves every loss of targets up to t unchanged. C3: replacing token t leaves earlier
     losses unchanged and target t is scored from exactly the distribution of the unaltered run
     (nothing trained on x_t first). C4: every position is scored once, and training uses only
@@ -84,15 +94,16 @@ def eval_causality_probe(sub, options):
                     evidence=f"sha256 {shipped[:16]}",
                     hint="Probe a folder made by `pgolf package` with this pgolf version.")
         return
-    results = probe_results()
+    what, settings = known[shipped]
+    results = probe_results(settings)
     failed = [r for r in results if not r.ok]
     for r in failed:
         yield found("EVAL_CAUSALITY_PROBE", f"{r.condition} fails in the {r.phase} phase: {r.detail}",
                     file=ENTRY_SCRIPT,
-                    evidence=f"{known[shipped]} of this pgolf (sha256 {shipped[:16]})",
+                    evidence=f"{what} of this pgolf (sha256 {shipped[:16]})",
                     hint="A bug in pgolf's evaluation: report it; do not submit with this version.")
     if not failed:
         phases = sorted({r.phase for r in results})
         yield found("EVAL_CAUSALITY_PROBE", f"{len(results)} probes passed (C1, C3, C4 on "
                     f"{', '.join(phases)})", severity=Severity.INFO, file=ENTRY_SCRIPT,
-                    evidence=f"{known[shipped]} of this pgolf (sha256 {shipped[:16]})")
+                    evidence=f"{what} of this pgolf (sha256 {shipped[:16]})")

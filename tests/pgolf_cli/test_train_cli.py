@@ -53,3 +53,26 @@ def test_an_existing_run_folder_is_not_overwritten(data_dir, tmp_path):
 def test_set_needs_name_and_value(data_dir):
     result = run("--preset", "tiny", "--data-dir", str(data_dir), "--set", "SEED")
     assert result.exit_code == 2 and "is not NAME=VALUE" in result.output
+
+
+@pytest.mark.parametrize("settings, holds", [
+    ([], set()),
+    (["--set", "SMEAR_GATE_ENABLED=1"], {"gates"}),
+    (["--set", "LQER_ENABLED=1", "--set", "SPARSE_ATTN_GATE_ENABLED=1"], {"gates", "lqer"}),
+])
+def test_the_bundle_holds_the_optional_modules_the_settings_reach(data_dir, tmp_path, monkeypatch,
+                                                                  settings, holds):
+    """The launch is the boundary: the run folder's train_gpt.py is what would run."""
+    import subprocess
+
+    import pgolf_cli.train_cmd
+    launched = []
+    monkeypatch.setattr(pgolf_cli.train_cmd.subprocess, "run",
+                        lambda cmd, env: launched.append(cmd) or subprocess.CompletedProcess(cmd, 0))
+    result = run("--preset", "tiny", "--data-dir", str(data_dir), *settings, "--nproc", "1",
+                 "--out", str(tmp_path / "r"))
+    assert result.exit_code == 0, result.output
+    script = (tmp_path / "r" / "train_gpt.py").read_text()
+    assert launched and launched[0][-1] == str(tmp_path / "r" / "train_gpt.py")
+    for module in ("gates", "lqer"):
+        assert (f"# ---- trainer/{module}.py" in script) == (module in holds), module

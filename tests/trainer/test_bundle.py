@@ -8,7 +8,11 @@ from pathlib import Path
 import pytest
 
 from trainer.bundle import build_bundle, package_dir
+from trainer.config import load_config
 from trainer.errors import TrainerError
+from trainer.reach import OPTIONAL as OPTIONAL_MODULES
+from trainer.reach import every_leave_out, settings_reaching, unreached
+from trainer_support import clean_env, make_data_dir
 
 # Standard-library names that Python 3.10 lacks (added in 3.11 or later).
 NEWER_STDLIB = {"tomllib", "wsgiref.types", "typing.Self", "typing.LiteralString", "typing.Never",
@@ -182,3 +186,46 @@ def test_what_a_run_never_reads_is_left_out(bundle_text):
     # A setting's reason is only listed by `pgolf train --list-settings`, from the package.
     assert "    seed: int = knob(1337, \"\")\n" in bundle_text
     assert "Seeds the weights" not in bundle_text
+
+
+def test_an_optional_module_left_out_keeps_its_fallback(tmp_path):
+    src = _package(tmp_path, {"main": OPTIONAL, "extra": "def hook():\n    return 1\n"})
+    text = build_bundle(src, leave_out=frozenset({"extra"}))
+    namespace: dict = {}
+    exec(text, namespace)
+    assert namespace["main"]() is None and "trainer/extra.py" not in text
+
+
+def test_a_bundle_holds_only_the_optional_modules_its_settings_reach():
+    record = build_bundle(leave_out=unreached(load_config({})))
+    frontier = build_bundle(leave_out=unreached(load_config({"PRESET": "frontier"})))
+    for module in OPTIONAL_MODULES:
+        assert f"# ---- trainer/{module}.py" not in record
+        assert f"# ---- trainer/{module}.py" in frontier
+    lqer_only = unreached(load_config({"LQER_ENABLED": "1"}))
+    assert lqer_only == frozenset(OPTIONAL_MODULES) - {"lqer"}
+    assert settings_reaching(lqer_only) == {"LQER_ENABLED": "1"}
+    assert frozenset() in every_leave_out() and frozenset(OPTIONAL_MODULES) in every_leave_out()
+
+
+@pytest.fixture(scope="module")
+def record_script(tmp_path_factory):
+    """The record preset's train_gpt.py (no optional module) and a small data folder."""
+    root = tmp_path_factory.mktemp("record")
+    script = root / "train_gpt.py"
+    script.write_text(build_bundle(leave_out=frozenset(OPTIONAL_MODULES)))
+    return script, make_data_dir(root / "data", max_docs=40)
+
+
+@pytest.mark.parametrize("setting", ["SMEAR_GATE_ENABLED", "SPARSE_ATTN_GATE_ENABLED",
+                                     "LQER_ENABLED"])
+def test_a_setting_whose_module_was_left_out_stops_at_start(record_script, tmp_path, setting):
+    """The record's train_gpt.py run with a frontier setting on: one line, before training."""
+    script, data = record_script
+    result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=300,
+                            env=clean_env(PRESET="tiny", DATA_DIR=str(data), OUT_DIR=str(tmp_path),
+                                          **{setting: "1"}))
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.startswith("train_gpt: ") and "bundled without trainer/" in result.stderr
+    assert "step:1/" not in (tmp_path / "train.log").read_text()

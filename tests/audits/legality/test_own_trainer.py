@@ -10,9 +10,15 @@ from audits.legality import analyse_sources
 
 
 @pytest.mark.slow
-def test_the_bundled_trainer_has_no_legality_problem():
+@pytest.mark.parametrize("preset", ["record", "frontier"])
+def test_the_bundled_trainer_has_no_legality_problem(preset):
+    """Each preset's train_gpt.py: the frontier's holds the gates and LQER too."""
     bundle = pytest.importorskip("trainer.bundle")
-    result = analyse_sources((("train_gpt.py", bundle.build_bundle()),))
+    from trainer.config import load_config
+    from trainer.reach import unreached
+    source = bundle.build_bundle(leave_out=unreached(load_config({"PRESET": preset})))
+    assert ("# ---- trainer/lqer.py" in source) == (preset == "frontier")
+    result = analyse_sources((("train_gpt.py", source),))
     assert result.unparsed == {}
     problems = [(v.rule, v.severity.name, v.kind) for v in result.verdicts if v.severity > Severity.INFO]
     assert problems == []

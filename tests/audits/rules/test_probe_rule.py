@@ -8,9 +8,12 @@ from click.testing import CliRunner
 
 from audits.rules import probe as probe_check
 from pgolf_cli.main import cli
+from trainer.config import load_config
 from trainer.probe import ProbeResult
+from trainer.reach import unreached
 
 BUNDLE = "print('the bundle pgolf builds')\n"
+GATED = "print('the bundle pgolf builds with its gates')\n"
 
 
 def _folder(tmp_path, script: str):
@@ -26,14 +29,16 @@ def seams(monkeypatch):
     how often the probes run."""
     runs = []
 
-    def results():
-        runs.append(1)
+    def results(settings=()):
+        runs.append(settings)
         return tuple(runs_result)
 
     runs_result = [ProbeResult(c, p, True, "ok") for c in ("C1", "C3", "C4")
                    for p in ("quantized", "quantized_ttt")]
     monkeypatch.setattr(probe_check, "bundle_hashes",
-                        lambda: {hashlib.sha256(BUNDLE.encode()).hexdigest(): "the bundle"})
+                        lambda: {hashlib.sha256(BUNDLE.encode()).hexdigest(): ("the bundle", ()),
+                                 hashlib.sha256(GATED.encode()).hexdigest():
+                                 ("the bundle with SMEAR_GATE_ENABLED", (("SMEAR_GATE_ENABLED", "1"),))})
     monkeypatch.setattr(probe_check, "probe_results", results)
     return runs, runs_result
 
@@ -54,6 +59,12 @@ def test_the_bundle_is_probed_and_passes(tmp_path, seams):
     assert code == 0 and len(seams[0]) == 1
     assert [f["severity"] for f in findings] == ["INFO"]
     assert "6 probes passed (C1, C3, C4 on quantized, quantized_ttt)" in findings[0]["message"]
+
+
+def test_a_bundle_with_optional_modules_is_probed_with_them_on(tmp_path, seams):
+    code, findings = _audit(_folder(tmp_path, GATED), "--probe")
+    assert code == 0 and seams[0] == [(("SMEAR_GATE_ENABLED", "1"),)]
+    assert "the bundle with SMEAR_GATE_ENABLED of this pgolf" in findings[0]["evidence"]
 
 
 def test_another_script_is_not_run_and_not_probed(tmp_path, seams, monkeypatch):
@@ -79,8 +90,23 @@ def test_a_folder_shipping_this_pgolf_bundle_is_really_probed(tmp_path):
     """No stand-ins: the bundle `pgolf train` would write, and the probes on pgolf's own code."""
     from trainer.bundle import build_bundle
     probe_check.probe_results.cache_clear()
-    code, findings = _audit(_folder(tmp_path, build_bundle()), "--probe")
+    code, findings = _audit(_folder(tmp_path, build_bundle(leave_out=unreached(load_config({})))),
+                            "--probe")
     assert code == 0, findings
     assert [f["severity"] for f in findings] == ["INFO"]
     assert "21 probes passed (C1, C3, C4 on quantized, quantized_sliding_window, quantized_ttt)" \
         in findings[0]["message"]
+
+
+@pytest.mark.slow
+def test_the_frontier_bundle_is_probed_with_its_gates_and_lqer(tmp_path):
+    """The frontier preset's train_gpt.py, compact form: probed with SmearGate, the attention
+    gate and LQER on, and it passes."""
+    from trainer.bundle import build_bundle
+    from trainer.codesize import compact_form
+    source = build_bundle(leave_out=unreached(load_config({"PRESET": "frontier"})))
+    code, findings = _audit(_folder(tmp_path, compact_form(source)), "--probe")
+    assert code == 0, findings
+    assert [f["severity"] for f in findings] == ["INFO"]
+    assert "21 probes passed" in findings[0]["message"]
+    assert "LQER_ENABLED, SMEAR_GATE_ENABLED, SPARSE_ATTN_GATE_ENABLED" in findings[0]["evidence"]
