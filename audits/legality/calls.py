@@ -170,9 +170,12 @@ def _env_flag(w, args: list[Arg]) -> Taint:
 
 
 def _sink(w, node, api: str, taint: Taint) -> None:
-    """Data written into the artifact: tokens, not scores or statistics."""
+    """Data written into the artifact: tokens, not scores or statistics. A model's weights
+    written out are the artifact itself (an export): what runs after it runs at evaluation."""
     if has_data(taint) and not (kinds(taint, "loss") or MODEL in taint or STAT in taint):
         w.emit(Event("sink", w.site(node), taint, detail=api))
+    elif any(label[0] in ("obj", "objref", "state") for label in taint):
+        w.emit(Event("export", w.site(node), detail=api))
 
 
 def builtin(w, node: cst.Call, name: str, args: list[Arg]) -> Taint:

@@ -100,6 +100,7 @@ class Event:
     kind: score (loss accumulated into a running total), update (an optimizer step or in-place
     parameter update; taint = the data of the loss behind it, state = what was updated), backward,
     calib (data fed to a model whose activations are being recorded), sink (data serialized),
+    export (a model's weights serialized: the artifact is written),
     net (a network call), lookup (a table read with a hashed key; taint = the key's, state = the
     table's), mix (a previous-token mixing path; flags say whether it is masked), pieces (a
     bytes-per-token table built from tokenizer pieces), ratio (bits divided by a bytes-per-token

@@ -20,6 +20,9 @@ WORDS = words(
         "the update at {at} trains on tokens before they are scored at {other}", _HINT),
     scored_again=Words(
         "tokens trained on at {at} are scored again at {other} in a later pass of the loop", _HINT),
+    adapt_pass=Words(
+        "the pass at {at} trains the exported model on the validation tokens, which are scored "
+        "after it, at {other}", _HINT),
     multi_epoch=Words(
         "the update at {at} runs several passes over the same already-scored tokens (multi-epoch "
         "adaptation)", "No score changes, but reviewers have asked for a ruling; one pass per chunk "

@@ -16,6 +16,10 @@ WORDS = words(
         "a first pass over the validation tokens scores them and fills the table at {at}; a second "
         "pass reads it at {other} and scores them again",
         "Score in one left-to-right pass; update the table only with tokens already scored."),
+    rescored_after_adapt=Words(
+        "the validation tokens are scored again at {at}, after the pass at {other} scored them and "
+        "trained on them",
+        "Report the score of the one pass that scored each token before training on it."),
     better_of_two=Words(
         "the score at {other} keeps the better of two predictions, chosen at {at} by comparing "
         "their losses on the true token",
