@@ -222,20 +222,17 @@ def _network_after_scoring(events: list[Event], scores: list[Event]) -> list[Eve
 
 def _pair(update: Event, score: Event, backpropagated: set, events: list[Event]) -> tuple[list[Event], bool]:
     """(verdicts, whether this score comes before the update on its tokens)."""
-    if score.site.node is update.site.node:
-        return [], False  # both inside one call: judged in the callee
     if not data_roots(update.taint) & data_roots(score.taint) or exclusive(update, score):
         return [], False
+    if score.site.node is update.site.node:  # both inside one call: judged in the callee, but
+        return _called_again(update, score, _fresh(score, backpropagated)), False
     order = relation(score.site, update.site)
     if order in ("same", "exclusive"):
         return [], False
     loops = common_loops(score.site, update.site)
     if not loops and not _same_model(update, score):
         return [], False
-    # a fresh evaluation: the score holds a loss no backward pass ran through (a training loss
-    # kept for logging is not a score of the tokens)
-    origins = [label[1] for label in _passes(score.taint)]
-    fresh = not origins or any(origin not in backpropagated for origin in origins)
+    fresh = _fresh(score, backpropagated)
     if order == "after" and loops and previous_only(update.taint, loops[-1]):
         return [], True  # trains on the previous iteration's tokens, scored back then
     if order == "before":
@@ -250,6 +247,27 @@ def _pair(update: Event, score: Event, backpropagated: set, events: list[Event])
     if not fresh:
         return [], False
     return _verdict(update, score, loops, "first", events), False
+
+
+def _fresh(score: Event, backpropagated: set) -> bool:
+    """A fresh evaluation: the score holds a loss no backward pass ran through (a training loss
+    kept for logging is not a score of the tokens)."""
+    origins = [label[1] for label in _passes(score.taint)]
+    return not origins or any(origin not in backpropagated for origin in origins)
+
+
+def _called_again(update: Event, score: Event, fresh: bool) -> list[Event]:
+    """A call that scores and trains, made again by a loop here on the same tokens with the
+    same model (an epoch loop around a score-first pass): each later call scores tokens the
+    earlier ones trained on, and the last epoch's score is the one that remains."""
+    if not fresh:
+        return []
+    for loop in update.site.loops:
+        if varies(update.taint, loop) or varies(score.taint, loop) or _made_inside(update.state, loop)[0]:
+            continue
+        return [Event("judgment", update.site, update.taint, score.taint, detail=TTT, other=score.site,
+                      flags=frozenset({"again"}) | switches(update, score))]
+    return []
 
 
 def _verdict(update: Event, score: Event, loops: tuple, how: str, events: list[Event]) -> list[Event]:
