@@ -174,7 +174,7 @@ def _sink(w, node, api: str, taint: Taint) -> None:
     written out are the artifact itself (an export): what runs after it runs at evaluation."""
     if has_data(taint) and not (kinds(taint, "loss") or MODEL in taint or STAT in taint):
         w.emit(Event("sink", w.site(node), taint, detail=api))
-    elif any(label[0] in ("obj", "objref", "state") for label in taint):
+    elif api in apis.SERIALIZE_CALLS and any(label[0] in ("obj", "objref", "state") for label in taint):
         w.emit(Event("export", w.site(node), detail=api))
 
 

@@ -131,7 +131,7 @@ def _judgment(e: Event, resolved: set[int]) -> list[Verdict]:
 
 
 def _update(e: Event) -> list[Verdict]:
-    if not _val(e.taint) or "judged" in e.flags:
+    if not _val(e.taint) or "judged" in e.flags or "passed" in e.flags:
         return []  # (an update found to break the order is no legal note, whatever came before it)
     if "resolved" in e.flags:
         if _tensor_only(e.state):

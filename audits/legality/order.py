@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from audits.legality import apis
 from audits.legality.values import (
     Event, Site, Taint, data_roots, exclusive, is_score, is_update, kinds, switches,
 )
@@ -128,11 +129,9 @@ def _after_export(update: Event, events: list[Event]) -> bool:
 
 def _exports(event: Event) -> bool:
     """A model's weights serialized: an export, or a serializer given a parameter that turned
-    out to be a model (no data) at this call site."""
-    if event.kind == "export":
-        return True
-    return event.kind == "sink" and not data_roots(event.taint) and any(
-        label[0] in ("obj", "objref", "state") for label in event.taint)
+    out to be a model at this call site."""
+    return event.kind == "export" or (event.kind == "sink" and event.detail in apis.SERIALIZE_CALLS and any(
+        label[0] in ("obj", "objref", "state") for label in event.taint))
 
 
 def _evaluation_pass(update: Event, score: Event) -> list[Event]:
@@ -140,6 +139,10 @@ def _evaluation_pass(update: Event, score: Event) -> list[Event]:
     pass that adapted also scored them (score-first TTT), the later score is a second pass over
     the same tokens as well (C4). Both are placed at the calls in this function: the pass, and
     the score after it."""
+    made = {label[1] for label in update.state if label[0] == "objref" and label[1][0] == "obj"}
+    scored = {label[1] for label in score.taint if label[0] == "objref" and label[1][0] == "obj"}
+    if made and scored and not made & scored:
+        return []  # the score runs on another copy read back from the artifact, not the adapted one
     flags = frozenset({"pass"}) | switches(update, score)
     adapt, rescore = _here(update.site), _here(score.site)
     out = [Event("judgment", adapt, update.taint, score.taint, detail=TTT, other=rescore, flags=flags)]
@@ -170,7 +173,9 @@ def judge(fn, events: list[Event]) -> list[Event]:
             found, resolved = _pair(event, score, backpropagated, events)
             if found:
                 verdicts += found
-                flags.add("judged")
+                # a fine-tune found here with nothing trained or exported before it may still be
+                # placed by a caller that knows (after training: PREQUANT; after export: TTT)
+                flags.add("passed" if all(v.detail == VAL_IN_TRAINING for v in found) else "judged")
             if resolved:
                 flags.add("resolved")
                 nearness = (len(common_loops(score.site, event.site)), score.site.path)
@@ -233,6 +238,11 @@ def _pair(update: Event, score: Event, backpropagated: set, events: list[Event])
     if not loops and not _same_model(update, score):
         return [], False
     fresh = _fresh(score, backpropagated)
+    if order == "after" and loops and not any(varies(score.taint, loop) or varies(update.taint, loop)
+                                              for loop in loops):
+        # a score of the whole set inside the epoch loop of a pass over it (a diagnostic): the
+        # pass is judged where it is ordered against the scores after it, in its caller
+        return [], False
     if order == "after" and loops and previous_only(update.taint, loops[-1]):
         return [], True  # trains on the previous iteration's tokens, scored back then
     if order == "before":
