@@ -131,12 +131,14 @@ def _judgment(e: Event, resolved: set[int]) -> list[Verdict]:
 
 
 def _update(e: Event) -> list[Verdict]:
-    if not _val(e.taint) or "judged" in e.flags or "passed" in e.flags:
+    if not _val(e.taint) or "broken" in e.flags:
         return []  # (an update found to break the order is no legal note, whatever came before it)
     if "resolved" in e.flags:
         if _tensor_only(e.state):
             return [Verdict("ETLB", "scored_before", INFO, e.site, e.other)]
         return [Verdict("TTT_SCORE_AFTER_ADAPT", "score_first", INFO, e.site, e.other)]
+    if "judged" in e.flags or "passed" in e.flags:
+        return []
     kind = "mixed_into_training" if TRAIN in e.taint else "never_scored"
     return [Verdict("VAL_DATA_IN_TRAINING", kind, FAIL, e.site)]
 

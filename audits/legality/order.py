@@ -176,6 +176,8 @@ def judge(fn, events: list[Event]) -> list[Event]:
                 # a fine-tune found here with nothing trained or exported before it may still be
                 # placed by a caller that knows (after training: PREQUANT; after export: TTT)
                 flags.add("passed" if all(v.detail == VAL_IN_TRAINING for v in found) else "judged")
+                if any(v.detail in (TTT, PREQUANT, TWO_PASS) for v in found):
+                    flags.add("broken")  # a score before it does not make it score-first
             if resolved:
                 flags.add("resolved")
                 nearness = (len(common_loops(score.site, event.site)), score.site.path)
