@@ -79,13 +79,13 @@ def _identities(taint: Taint) -> set:
 
 
 def _same_model(update: Event, score: Event) -> bool:
-    """Could the score use what the update changed? A tensor made for the update alone (a bias,
-    a delta) must appear in the score; a model must be the same one (see _identities), also where
-    its optimizer holds tensors made for it too (adapters injected into it). Unknown counts as
-    the same."""
+    """Could the score use what the update changed? A tensor made for the update (a bias, a
+    delta, an adapter) must appear in the score, unless the update also changes the very model
+    that scores (adapters injected into it); a model must be the same one (see _identities).
+    Unknown counts as the same."""
     updated, scored = _identities(update.state), _identities(score.taint)
     tensors = {label for label in update.state if label[0] == "state" and label[2] == "tensor"}
-    if tensors and not updated and not tensors & score.taint:
+    if tensors and not updated & scored and not tensors & score.taint:
         return False
     return not updated or not scored or bool(updated & scored)
 
@@ -171,6 +171,8 @@ def judge(fn, events: list[Event]) -> list[Event]:
         first, closest = event.other, None
         for score in scores:
             found, resolved = _pair(event, score, backpropagated, events)
+            if "passed" in event.flags:  # read so in a callee already: only a placement is new
+                found = [v for v in found if v.detail != VAL_IN_TRAINING]
             if found:
                 verdicts += found
                 # a fine-tune found here with nothing trained or exported before it may still be
