@@ -11,7 +11,7 @@ import libcst as cst
 from audits.legality import apis, operators, shapes
 from audits.legality.program import ClassInfo, Function
 from audits.legality.values import (
-    EMPTY, GEN, GRAD, HASH, HOOK, LOSSFN, MODEL, OPTIM, PROB, STAT, TARGET, Event, Taint,
+    BLOB, EMPTY, GEN, GRAD, HASH, HOOK, LOSSFN, MODEL, OPTIM, PROB, STAT, TARGET, Event, Taint,
     data_roots, has_data, kinds, loss_data, objref, substitute,
 )
 
@@ -132,6 +132,8 @@ def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
         return union | {HASH}
     if name in apis.REDUCE_CALLS:
         return union | {STAT}
+    if name in apis.DECOMPRESS_CALLS:
+        return union | {BLOB}
     if name in apis.SERIALIZE_CALLS:
         for arg in args:
             _sink(w, node, name, arg.taint)

@@ -16,7 +16,7 @@ import libcst as cst
 from audits.legality import apis, env, imports, operators, order, shapes, syntax
 from audits.legality.program import ClassInfo, Function, Program, compound_blocks
 from audits.legality.values import (
-    EMPTY, GRAD, HASH, INDICATOR, MASK, MODEL, OPTIM, PROB, STAT, TARGET, Event, Site, Taint,
+    BLOB, EMPTY, GRAD, HASH, INDICATOR, MASK, MODEL, OPTIM, PROB, STAT, TARGET, Event, Site, Taint,
     data_roots, has_data, kinds, loss_data,
 )
 
@@ -647,6 +647,9 @@ class FunctionWalk:
             taint |= env.derived(right)
             if isinstance(comp.operator, (cst.Equal, cst.NotEqual)):
                 taint |= {MASK}
+                for target, other in ((left, right), (right, left)):
+                    if operators.may_be_stored(target, other):
+                        self.emit(Event("stored", self.site(node), other, target))
                 if operators.is_target_vs_hint(left, right) or operators.is_target_vs_hint(right, left):
                     taint |= {INDICATOR}
                 elif TARGET in left or TARGET in right:

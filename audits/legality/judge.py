@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from audits.findings import Severity
+from audits.legality import operators
 from audits.legality.values import (
     GEN, TARGET, TRAIN, VAL, Event, Site, Taint, is_score, is_update, kinds, non_default,
 )
@@ -79,6 +80,8 @@ def _event(e: Event, resolved: set[int]) -> list[Verdict]:
         return _lookup(e)
     if kind == "calib":
         return _calib(e)
+    if kind == "stored" and operators.is_stored(e.taint) and _val(e.state):
+        return [Verdict("PAID_PREFIX", "answers_read", FAIL, e.site)]
     if kind == "sink" and _val(e.taint):
         return [Verdict("PAID_PREFIX", "saved", FAIL, e.site, detail=e.detail)]
     if kind == "net":
