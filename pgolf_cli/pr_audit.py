@@ -1,0 +1,40 @@
+"""A PR of a clone audited as `pgolf audit CHECKOUT --base BASE` audits a checkout of it.
+
+The change is read between the PR's head and its merge base with the base branch; the folders
+it adds are written from the head commit into a temporary folder, at their repository paths, and
+audited with the whole change (the one-folder rule). The clone's work tree is never touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from audits import api
+from audits.context import AuditOptions
+from audits.engine import AuditReport
+from audits.submission import Submission
+from audits.submission.gitdiff import added_folders, changed_paths
+from pgolf_cli import gittree, pulls
+
+
+@contextlib.contextmanager
+def pr_report(repo: Path, number: int, base: str | None, options: AuditOptions) -> Iterator[AuditReport]:
+    """The audit of PR `number` (its head fetched when the clone lacks it); its folders stay on
+    disk until the block ends, for renderers that read them again."""
+    head = pulls.pr_head(repo, number)
+    base_commit = pulls.pr_base(repo, head, base)
+    with tempfile.TemporaryDirectory(prefix="pgolf-pr-") as tmp:
+        subs = change_at(repo, base_commit, head, Path(tmp) / f"pr-{number}")
+        yield api.audit_loaded(subs, options)
+
+
+def change_at(repo: Path, base: str, head: str, tree: Path) -> list[Submission]:
+    """The submissions of the change from `base` to `head`, their folders written under `tree`."""
+    changes = changed_paths(repo, base, head)
+    tree.mkdir(parents=True, exist_ok=True)
+    for folder in added_folders(changes):
+        gittree.extract(repo, head, folder, tree / folder)
+    return api.change_submissions(tree, changes)
