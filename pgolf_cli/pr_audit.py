@@ -31,9 +31,12 @@ def pr_report(repo: Path, number: int, base: str | None, options: AuditOptions) 
         yield api.audit_loaded(subs, options)
 
 
-def change_at(repo: Path, base: str, head: str, tree: Path) -> list[Submission]:
-    """The submissions of the change from `base` to `head`, their folders written under `tree`."""
-    changes = changed_paths(repo, base, head)
+def change_at(repo: Path, base: str, head: str, tree: Path,
+              changes: list[tuple[str, str]] | None = None) -> list[Submission]:
+    """The submissions of the change from `base` to `head` (`changes`, when already read), their
+    folders written under `tree`."""
+    if changes is None:
+        changes = changed_paths(repo, base, head)
     tree.mkdir(parents=True, exist_ok=True)
     for folder in added_folders(changes):
         gittree.extract(repo, head, folder, tree / folder)
