@@ -38,17 +38,26 @@ def run(jobs: Sequence, work: Callable, *, workers: int, timeout_s: float, memor
     `work(job)` or a Failure. `work` must be importable by name (the workers import it)."""
     context = multiprocessing.get_context("spawn")
     pending = list(range(len(jobs)))[::-1]
+    starting: list[_Worker] = []  # spawned, not yet ready: a job's clock starts when it is handed over
     idle: list[_Worker] = []
     busy: dict[_Worker, tuple[int, float]] = {}
     try:
         while pending or busy:
-            while pending and len(idle) + len(busy) < workers:
-                idle.append(_Worker(context, work))
+            while len(starting) + len(idle) < len(pending) and len(starting) + len(idle) + len(busy) < workers:
+                starting.append(_Worker(context, work))
             while pending and idle:
                 worker, index = idle.pop(), pending.pop()
                 worker.conn.send((index, jobs[index]))
                 busy[worker] = (index, time.monotonic())
-            ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy], timeout=POLL_S)
+            watched = starting + list(busy)
+            ready = wait([w.conn for w in watched] + [w.process.sentinel for w in watched], timeout=POLL_S)
+            for worker in [w for w in starting if w.conn in ready or w.process.sentinel in ready]:
+                try:
+                    worker.conn.recv()
+                except (EOFError, OSError):  # it could not start, and no other worker would
+                    raise RuntimeError(f"a sweep worker could not start: {worker.death()}") from None
+                starting.remove(worker)
+                idle.append(worker)
             for worker, (index, started) in list(busy.items()):
                 healthy = False
                 if worker.conn in ready:
@@ -72,7 +81,7 @@ def run(jobs: Sequence, work: Callable, *, workers: int, timeout_s: float, memor
                     worker.kill()
                 done(index, result)
     finally:
-        for worker in idle + list(busy):
+        for worker in starting + idle + list(busy):
             worker.stop()
 
 
@@ -116,6 +125,7 @@ class _Worker:
 
 def _serve(conn, work: Callable) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    conn.send("ready")
     while True:
         try:
             index, job = conn.recv()
