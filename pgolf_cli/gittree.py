@@ -22,10 +22,11 @@ TOTAL_LIMIT = 1024 * 2**20  # bytes written in all
 _CHUNK = 2**20
 
 
-def extract(repo: Path, commit: str, folder: str, dest: Path) -> int:
-    """Write the tree at `commit:folder` under `dest` (created); the number of files written."""
+def extract(repo: Path, commit: str, folder: str, dest: Path) -> list[str]:
+    """Write the tree at `commit:folder` under `dest` (created). Returns the paths (relative to
+    `folder`) of the files whose content the clone does not hold (a partial clone), not written."""
     listing = git(repo, "ls-tree", "-r", "-z", "--long", f"{commit}:{folder}")
-    entries, files = [], set()
+    entries, files, missing = [], set(), []
     for record in listing.decode("utf-8", "surrogateescape").split("\0"):
         if not record:
             continue
@@ -36,6 +37,9 @@ def extract(repo: Path, commit: str, folder: str, dest: Path) -> int:
                 path in files or any("/".join(parts[:i]) in files for i in range(1, len(parts))):
             continue  # submodules, names that would leave the folder, paths through a file or link
         files.add(path)
+        if not size.isdigit():  # ls-tree cannot size an object the store lacks
+            missing.append(path)
+            continue
         entries.append((mode, oid, int(size), path))
     dest.mkdir(parents=True, exist_ok=True)
     entries = entries[:MAX_ENTRIES + 1]  # one past what the loader lists, so it reports the excess
@@ -59,7 +63,7 @@ def extract(repo: Path, commit: str, folder: str, dest: Path) -> int:
             with os.fdopen(fd, "wb") as handle:
                 blobs.copy(oid, size, handle, keep)
                 handle.truncate(size)  # past FILE_LIMIT: the size stays, the tail is a hole
-    return len(entries)
+    return missing
 
 
 class _BlobReader:

@@ -15,7 +15,7 @@ from pathlib import Path
 from audits import api
 from audits.context import AuditOptions
 from audits.engine import AuditReport
-from audits.submission import Submission
+from audits.submission import Problem, Submission, display_name
 from audits.submission.gitdiff import added_folders, changed_paths
 from pgolf_cli import gittree, pulls
 
@@ -38,6 +38,16 @@ def change_at(repo: Path, base: str, head: str, tree: Path,
     if changes is None:
         changes = changed_paths(repo, base, head)
     tree.mkdir(parents=True, exist_ok=True)
-    for folder in added_folders(changes):
-        gittree.extract(repo, head, folder, tree / folder)
-    return api.change_submissions(tree, changes)
+    missing = {folder: gittree.extract(repo, head, folder, tree / folder) for folder in added_folders(changes)}
+    subs = api.change_submissions(tree, changes)
+    for sub in subs:
+        note_missing(sub, missing.get(sub.repo_rel, []))
+    return subs
+
+
+def note_missing(sub: Submission, missing: list[str]) -> None:
+    """Files of the folder whose content the clone lacks are reported, not silently left out."""
+    for rel in missing:
+        sub.problems.append(Problem("FILE_UNREADABLE", f"{display_name(rel)} is in the commit but its "
+                                    "content is not in this clone (a partial clone?); it was not read",
+                                    None, {"file": display_name(rel)}))

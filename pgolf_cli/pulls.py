@@ -54,8 +54,10 @@ def pr_base(repo: Path, head: str, base: str | None) -> str:
     main = resolve_base(repo, base)
     if base is not None or head == main or not _is_ancestor(repo, head, main):
         return main
-    landing = git(repo, "rev-list", "--first-parent", "--ancestry-path", f"{head}..{main}").split()[-1]
-    before = git(repo, "rev-parse", f"{landing.decode()}^1").decode().strip()
+    after = set(git(repo, "rev-list", "--ancestry-path", f"{head}..{main}").decode().split())
+    line = git(repo, "rev-list", "--first-parent", main).decode().split()  # newest first
+    landing = next(c for c in reversed(line) if c in after)
+    before = git(repo, "rev-parse", f"{landing}^1").decode().strip()
     if before == head:
         raise InputError(f"{head[:12]} was fast-forwarded into main, which does not say where the PR "
                          "began; give --base the commit before it")

@@ -86,8 +86,9 @@ def _audit(case: Case, s: Settings, base: str | None, changes) -> dict:
     with tempfile.TemporaryDirectory(prefix="pgolf-sweep-") as tmp:
         tree = Path(tmp) / "tree"
         if case.folder is not None:
-            gittree.extract(s.repo, case.head, case.folder, tree / case.folder)
+            missing = gittree.extract(s.repo, case.head, case.folder, tree / case.folder)
             subs = [submission.load(tree / case.folder, repo_rel=case.folder)]
+            pr_audit.note_missing(subs[0], missing)
         else:
             subs = pr_audit.change_at(s.repo, base, case.head, tree, changes)
         report = api.audit_loaded(subs, s.options)

@@ -34,7 +34,7 @@ def test_files_links_and_modes_come_out_as_committed(tmp_path):
     os.symlink("../../../../outside", repo / "records/t/f/link")
     head = commit_tree(repo, {})
     dest = tmp_path / "out"
-    assert gittree.extract(repo, head, "records/t/f", dest) == 4
+    assert gittree.extract(repo, head, "records/t/f", dest) == []
     assert (dest / "a.txt").read_text() == "alpha\n"
     assert (dest / "sub/b.bin").read_bytes() == bytes(range(256)) * 3
     assert os.access(dest / "run.sh", os.X_OK) and not os.access(dest / "a.txt", os.X_OK)
@@ -62,7 +62,18 @@ def test_one_entry_past_the_loader_s_limit_is_written(tmp_path, monkeypatch):
     repo = tmp_path / "repo"
     head = commit_tree(repo, {f"f{i}.txt": str(i) for i in range(6)})
     monkeypatch.setattr(gittree, "MAX_ENTRIES", 3)
-    assert gittree.extract(repo, head, "records/t/f", tmp_path / "out") == 4
+    gittree.extract(repo, head, "records/t/f", tmp_path / "out")
+    assert len(list((tmp_path / "out").iterdir())) == 4
+
+
+def test_a_file_the_clone_lacks_is_named_not_written(tmp_path):
+    """As in a partial clone: the commit lists the blob, the object store does not hold it."""
+    repo = tmp_path / "repo"
+    head = commit_tree(repo, {"model.ptz": b"weights" * 100, "README.md": "# run\n"})
+    blob = git(repo, "rev-parse", f"{head}:records/t/f/model.ptz")
+    (repo / ".git/objects" / blob[:2] / blob[2:]).unlink()
+    assert gittree.extract(repo, head, "records/t/f", tmp_path / "out") == ["model.ptz"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["README.md"]
 
 
 def _mktree(repo: Path, lines: list[str]) -> str:

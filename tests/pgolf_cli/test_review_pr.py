@@ -107,3 +107,28 @@ def test_the_clone_work_tree_is_untouched(upstream, tmp_path):
     review("--pr", "6", "--repo", str(repo))
     assert git(repo, "status", "--porcelain") == ""
     assert not (repo / NEW).exists() and (repo / OLD).is_dir()
+
+
+def test_a_file_the_clone_lacks_is_a_finding(upstream, tmp_path):
+    repo = clone(upstream, tmp_path / "clone")
+    git(repo, "repack", "-q", "-a", "-d")
+    head = add_pr(repo, 11, {**folder_files(NEW), f"{NEW}/model.ptz": "weights\n" * 50})
+    blob = git(repo, "rev-parse", f"{head}:{NEW}/model.ptz")
+    (repo / ".git/objects" / blob[:2] / blob[2:]).unlink()  # as a partial clone leaves it
+    code, text = review("--pr", "11", "--repo", str(repo))
+    assert "model.ptz is in the commit but its content is not in this clone" in text
+
+
+def test_a_pr_merged_through_another_branch_is_read_against_main_before_it(tmp_path):
+    """The PR's head reaches main only through a second parent of a merge off main's first-parent
+    line: the base is the main that merge went into."""
+    repo = challenge_repo(tmp_path / "upstream")
+    add_pr(repo, 13, folder_files(NEW))
+    git(repo, "checkout", "-qb", "dev", "main")
+    git(repo, "merge", "-q", "--no-ff", "refs/pull/13/head", "-m", "into dev")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "meanwhile on main")
+    git(repo, "merge", "-q", "--no-ff", "dev", "-m", "dev into main")
+    code, text = review("--pr", "13", "--repo", str(repo))
+    assert (code, text) == checkout_review(repo, tmp_path, 13, "main^1")
+    assert code == 0 and f"`{NEW}`" in text.splitlines()[0]
