@@ -64,13 +64,11 @@ def pr_base(repo: Path, head: str, base: str | None) -> str:
     return before
 
 
-def pr_head(repo: Path, number: int, fetch: bool = True) -> str:
+def pr_head(repo: Path, number: int) -> str:
     """The head commit of PR `number`: refs/pull/N/head, fetched from the remote when missing."""
     ref = f"refs/pull/{number}/head"
     commit = _ref_commit(repo, ref)
-    if commit or not fetch:
-        if not commit:
-            raise InputError(f"PR #{number}: {ref} is not in {repo}")
+    if commit:
         return commit
     remote = next((r for r in REMOTES if r in git(repo, "remote").decode().split()), None)
     if remote is None:
