@@ -6,7 +6,11 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import pty
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -167,3 +171,27 @@ def test_the_page_in_a_headless_browser(opened, tmp_path):
         assert body.count() == 2
         browser.close()
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+
+def test_the_progress_bar_is_drawn_on_a_terminal_only(repo, tmp_path):
+    command = [sys.executable, "-m", "pgolf_cli", "sweep", "--repo", str(repo), "--records", "--no-smoke",
+               "-j", "2", "--out", str(tmp_path / "out")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "COLUMNS": "100"}
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=follower, env=env)
+    os.close(follower)
+    drawn = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal closed with the process
+            break
+        if not chunk:
+            break
+        drawn += chunk
+    out, _ = proc.communicate()
+    os.close(leader)
+    assert proc.returncode == 0 and b"2/2" in drawn and "\u2501".encode() in drawn
+    assert b"\x1b" not in out and out.startswith(b"pgolf sweep: 2 cases")
+    piped = subprocess.run(command, capture_output=True, env=env)
+    assert piped.returncode == 0 and piped.stderr == b"" and b"\x1b" not in piped.stdout
