@@ -17,12 +17,13 @@ MAX_CHANGES = 100_000
 _STATUS_LINE = re.compile(r"^([ACDMTUX])\s+(\S.*)$|^([RC])\d*\s+([^\t]+)\t(.+)$")
 
 
-def _git(repo: Path, *args: str) -> bytes:
+def git(repo: Path, *args: str) -> bytes:
+    """The output of `git -C repo ARGS`; a clear InputError when git is missing, slow or fails."""
     try:
         done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True,
                               timeout=GIT_TIMEOUT, check=False)
     except FileNotFoundError as exc:
-        raise InputError("git is not installed; --base needs it") from exc
+        raise InputError("git is not installed; reading a change from a repository needs it") from exc
     except subprocess.TimeoutExpired as exc:
         raise InputError(f"git {args[0]} took over {GIT_TIMEOUT} s in {repo}") from exc
     if done.returncode != 0:
@@ -32,12 +33,12 @@ def _git(repo: Path, *args: str) -> bytes:
     return done.stdout
 
 
-def changed_paths(repo: Path, base: str) -> list[tuple[str, str]]:
-    """(status letter, path) for every path HEAD changes relative to its merge base with `base`."""
+def changed_paths(repo: Path, base: str, head: str = "HEAD") -> list[tuple[str, str]]:
+    """(status letter, path) for every path `head` changes relative to its merge base with `base`."""
     if not (repo / ".git").exists():
-        _git(repo, "rev-parse", "--git-dir")  # raises a clear error when not a repository
-    _git(repo, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}")
-    out = _git(repo, "diff", "--name-status", "--no-renames", "-z", f"{base}...HEAD")
+        git(repo, "rev-parse", "--git-dir")  # raises a clear error when not a repository
+    git(repo, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}")
+    out = git(repo, "diff", "--name-status", "--no-renames", "-z", f"{base}...{head}")
     fields = out.decode("utf-8", "surrogateescape").split("\0")
     changes = []
     for status, path in zip(fields[0::2], fields[1::2]):
