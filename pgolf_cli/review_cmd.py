@@ -45,7 +45,7 @@ def review_command(path, base, pr, repo, smoke):
     if pr is not None:
         from pgolf_cli.pr_audit import pr_report
         try:
-            with pr_report(repo, pr, base, AuditOptions(smoke=resolve_smoke(smoke))) as report:
+            with pr_report(repo, pr, base, _options(smoke)) as report:
                 click.echo(render_review(report), nl=False)
         except InputError as exc:
             raise PgolfError(str(exc)) from None
@@ -59,6 +59,12 @@ def review_audit(path: str, base: str | None = None, smoke: bool | None = None) 
     """The audit a review renders; the smoke import runs when torch is installed, unless `smoke`
     says otherwise."""
     try:
-        return api.audit([path], AuditOptions(base_ref=base, smoke=resolve_smoke(smoke)))
+        return api.audit([path], _options(smoke, base))
     except InputError as exc:
         raise PgolfError(str(exc)) from None
+
+
+def _options(smoke, base: str | None = None) -> AuditOptions:
+    # A review reads someone else's submission: the author's `# pgolf: waive` comments do not
+    # get to decide its verdict.
+    return AuditOptions(base_ref=base, smoke=resolve_smoke(smoke), waiver_comments=False)

@@ -95,7 +95,9 @@ def sweep_command(repo, prs, unmerged, records, base, out, jobs, timeout, memory
     if not cases:
         hint = "" if records else f"; fetch the PR refs with `{FETCH_ALL}`"
         raise PgolfError(f"{repo}: nothing to sweep for {selection}{hint}")
-    settings = Settings(repo.resolve(), AuditOptions(smoke=smoke), out / ".cache", code_hash(), base)
+    # Someone else's submissions: their `# pgolf: waive` comments do not decide a verdict.
+    options = AuditOptions(smoke=smoke, waiver_comments=False)
+    settings = Settings(repo.resolve(), options, out / ".cache", code_hash(), base)
     started = time.monotonic()
     results: dict[int, object] = {}
     with _progress(len(cases)) as advance:

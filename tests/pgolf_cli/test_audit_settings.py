@@ -173,3 +173,13 @@ def test_a_waiver_comment_in_a_wrappers_source_waives_there(tmp_path):
     syntax = findings(doc, "PY_SYNTAX_TOO_NEW")
     assert [(f["line"], f["waived"]) for f in syntax] == [(2, "runs on 3.12")] and syntax[0]["via"]
     assert code == 0
+
+
+def test_a_review_does_not_let_the_authors_waiver_comment_decide(tmp_path):
+    script = "import torch\n" + NEW_SYNTAX.rstrip() + "  # pgolf: waive PY_SYNTAX_TOO_NEW runs on 3.12\n"
+    folder = folder_with_script(tmp_path, script)
+    assert audit(str(folder))[0] == 0
+    result = CliRunner().invoke(cli, ["review", str(folder), "--no-smoke"], catch_exceptions=False)
+    assert result.exit_code == 1
+    assert result.output.startswith("**pgolf review: NEEDS_ACTION**")
+    assert "1 FAIL" in result.output.splitlines()[0]
