@@ -11,6 +11,9 @@ A flash package is judged by what it really holds: the FlashAttention 4 wheel in
 FlashAttention 2's `flash_attn_func`. Each candidate is imported, looked up and run forward and
 backward once (compiled when the run compiles) before it is chosen; one that fails any of these
 is skipped with a log line saying why, so an odd install never stops a run.
+
+FlashAttention 4 runs through torch custom ops (trainer/fa4.py): called directly, its Python
+forward breaks the compiled graph at every layer.
 """
 
 from __future__ import annotations
@@ -21,33 +24,44 @@ import torch
 import torch.nn.functional as F
 
 from trainer.errors import TrainerError
+from trainer.fa4 import fa4_attention
 from trainer.runlog import log
 
-# backend -> the module that provides its `flash_attn_func`, in the order `auto` tries them.
+# backend -> the module that provides its kernels, in the order `auto` tries them.
 FLASH_MODULES = {"fa3": "flash_attn_interface", "fa4": "flash_attn.cute", "fa2": "flash_attn"}
+# FlashAttention 4 runs through its forward and backward functions (trainer/fa4.py).
+KERNEL_NAMES = {"fa3": ("flash_attn_func",), "fa2": ("flash_attn_func",),
+                "fa4": ("interface._flash_attn_fwd", "interface._flash_attn_bwd")}
 _flash_kernels: dict = {}
 
 
 def flash_kernel(backend: str):
-    """(flash_attn_func, "") for a FlashAttention backend, or (None, why it cannot be had)."""
+    """(the backend's first kernel, "") for a FlashAttention backend, or (None, why it cannot be
+    had)."""
     if backend not in _flash_kernels:
-        _flash_kernels[backend] = _import_flash(FLASH_MODULES[backend])
+        _flash_kernels[backend] = _import_flash(FLASH_MODULES[backend], KERNEL_NAMES[backend])
     return _flash_kernels[backend]
 
 
-def _import_flash(name: str):
-    try:
-        module = importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and (name + ".").startswith(exc.name + "."):  # not a dependency
-            return None, f"{name} not installed"
-        return None, f"{name} does not import ({_one_line(exc)})"
-    except Exception as exc:  # a broken build fails in many ways (undefined symbol, CUDA mismatch)
-        return None, f"{name} does not import ({_one_line(exc)})"
-    kernel = getattr(module, "flash_attn_func", None)
-    if not callable(kernel):
-        return None, f"{name} has no flash_attn_func"
-    return kernel, ""
+def _import_flash(name: str, kernels: tuple[str, ...]):
+    found = []
+    for dotted in kernels:
+        module_name, _, attr = (name + "." + dotted).rpartition(".")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and (name + ".").startswith(exc.name + "."):  # not a dependency
+                return None, f"{name} not installed"
+            if exc.name == module_name:
+                return None, f"{name} has no {dotted}"
+            return None, f"{name} does not import ({_one_line(exc)})"
+        except Exception as exc:  # a broken build fails in many ways (undefined symbol, CUDA mismatch)
+            return None, f"{name} does not import ({_one_line(exc)})"
+        kernel = getattr(module, attr, None)
+        if not callable(kernel):
+            return None, f"{name} has no {dotted}"
+        found.append(kernel)
+    return found[0], ""
 
 
 def _one_line(exc: BaseException) -> str:
@@ -119,6 +133,8 @@ def activate_backend(backend: str) -> None:
 def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, backend: str) -> torch.Tensor:
     """q (B, T, H, D), k and v (B, T, Hkv, D) -> (B, T, H, D); query head h reads KV head
     h // (H / Hkv)."""
+    if backend == "fa4":
+        return fa4_attention(q, k, v)
     if backend in FLASH_MODULES:
         y = flash_kernel(backend)[0](q, k, v, causal=True)
         return y[0] if isinstance(y, tuple) else y  # FA4 and some FA3 builds also return the LSE

@@ -23,6 +23,9 @@ import torch.nn.functional as F
 
 from trainer.attention import activate_backend, causal_attention, choose_backend
 from trainer.config import Config
+from trainer.errors import TrainerError
+from trainer.mlp_gemm import fused_mlp, fused_mlp_problem
+from trainer.runlog import log
 from trainer.softcap_ce import softcapped_cross_entropy
 from trainer.xsa import exclusive_self_attention, fused_exclusive_self_attention
 
@@ -126,8 +129,12 @@ class MLP(nn.Module):
         self.fc = CastedLinear(cfg.model_dim, hidden)
         self.proj = CastedLinear(hidden, cfg.model_dim, zero_init=True)
         self.negative_slope = cfg.leaky_relu_slope
+        self.fused = False  # set for the whole model by GPT.set_mlp_kernel
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.fused and torch.is_grad_enabled():
+            # Training and TTT; scoring keeps the PyTorch ops, as for XSA below.
+            return fused_mlp(x, self.fc.weight.to(x.dtype), self.proj.weight.to(x.dtype))
         # Squared LeakyReLU keeps a gradient for negative inputs, which relu^2 zeroes (PR #493).
         return self.proj(F.leaky_relu(self.fc(x), self.negative_slope).square())
 
@@ -210,6 +217,10 @@ class GPT(nn.Module):
         for block in self.blocks:
             block.attn.backend = backend
 
+    def set_mlp_kernel(self, kernel: str) -> None:
+        for block in self.blocks:
+            block.mlp.fused = kernel == "quack"
+
     def forward_logits(self, input_ids: torch.Tensor) -> torch.Tensor:
         """input_ids (B, T) -> float32 logits (B, T, V), after the softcap."""
         logits = self._logits(input_ids)
@@ -265,4 +276,21 @@ def build_model(cfg: Config, device: torch.device) -> tuple[GPT, str]:
                                   cfg.model_dim // cfg.num_heads, compile=cfg.compile)
     activate_backend(backend)
     model.set_attention_backend(backend)
+    mlp_kernel, mlp_why = choose_mlp_kernel(cfg, device)
+    model.set_mlp_kernel(mlp_kernel)
+    log(f"mlp_kernel:{mlp_kernel} ({mlp_why})")
     return model, f"{backend} ({why})"
+
+
+def choose_mlp_kernel(cfg: Config, device: torch.device) -> tuple[str, str]:
+    """(kernel, why): quack's fused epilogues where asked for or, for auto, where they run."""
+    if cfg.mlp_kernel == "torch":
+        return "torch", "MLP_KERNEL"
+    problem = fused_mlp_problem(device, cfg.model_dim, int(cfg.mlp_mult * cfg.model_dim),
+                                cfg.leaky_relu_slope)
+    if problem is None:
+        return "quack", "MLP_KERNEL" if cfg.mlp_kernel == "quack" else "quack installed"
+    if cfg.mlp_kernel == "quack":
+        raise TrainerError(f"MLP_KERNEL=quack cannot run here: {problem}; set MLP_KERNEL=auto "
+                           "to fall back to the PyTorch kernels")
+    return "torch", problem
