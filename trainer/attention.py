@@ -24,8 +24,9 @@ import torch
 import torch.nn.functional as F
 
 from trainer.errors import TrainerError
-from trainer.fa4 import fa4_attention
+from trainer.fa4 import fa4_attention, segment_bounds
 from trainer.runlog import log
+from trainer.shards import BOS_ID
 
 # backend -> the module that provides its kernels, in the order `auto` tries them.
 FLASH_MODULES = {"fa3": "flash_attn_interface", "fa4": "flash_attn.cute", "fa2": "flash_attn"}
@@ -130,9 +131,28 @@ def activate_backend(backend: str) -> None:
         torch.backends.cuda.enable_math_sdp(only is None)
 
 
-def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, backend: str) -> torch.Tensor:
+def document_segments(input_ids: torch.Tensor, backend: str) -> torch.Tensor:
+    """What attention needs to stay inside the documents of the (B, T) windows: for FlashAttention
+    4's varlen kernel the segment bounds of the flattened windows, else each token's segment
+    number in its window (a new one at every BOS)."""
+    if backend == "fa4":
+        return segment_bounds(input_ids)
+    return (input_ids == BOS_ID).cumsum(1)
+
+
+def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, backend: str,
+                     segments: torch.Tensor | None = None) -> torch.Tensor:
     """q (B, T, H, D), k and v (B, T, Hkv, D) -> (B, T, H, D); query head h reads KV head
-    h // (H / Hkv)."""
+    h // (H / Hkv). With `segments` (document_segments) no token attends across a document."""
+    if segments is not None:
+        if backend == "fa4":
+            B, T = q.shape[:2]
+            return fa4_attention(q.flatten(0, 1), k.flatten(0, 1), v.flatten(0, 1), segments, T).view_as(q)
+        # Other kernels: a dense mask, correct and slower (no varlen kernel is wired for them).
+        mask = (segments[:, :, None] == segments[:, None, :]).tril()[:, None]
+        y = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                           attn_mask=mask, enable_gqa=True)
+        return y.transpose(1, 2)
     if backend == "fa4":
         return fa4_attention(q, k, v)
     if backend in FLASH_MODULES:

@@ -13,6 +13,24 @@ from __future__ import annotations
 
 import torch
 
+from trainer.shards import BOS_ID
+
+
+@torch.library.custom_op("pgolf::segment_bounds", mutates_args=())
+def segment_bounds(input_ids: torch.Tensor) -> torch.Tensor:
+    """int32 starts of the segments of the flattened (B, T) windows, then B * T: a segment starts
+    at every BOS and at each window's first token. Its length depends on the data: one op, one
+    host sync per forward, and the compiled graph sees a size it does not specialize on."""
+    starts = input_ids == BOS_ID
+    starts[:, 0] = True
+    where = starts.flatten().nonzero().squeeze(1)
+    return torch.cat((where, where.new_tensor([input_ids.numel()]))).int()
+
+
+@segment_bounds.register_fake
+def _segment_bounds_fake(input_ids):
+    return input_ids.new_empty(torch.library.get_ctx().new_dynamic_size() + 1, dtype=torch.int32)
+
 
 def _cu(cu_seqlens: torch.Tensor | None, max_seqlen: int) -> dict:
     if cu_seqlens is None:

@@ -88,3 +88,22 @@ def test_compiled_graph_keeps_the_op_and_matches_eager():
     compiled = torch.compile(layer, fullgraph=True, dynamic=False)  # fails on a graph break
     for value, expected in zip(_outputs(compiled, q, k, v, grad), _outputs(layer, q, k, v, grad)):
         assert _relative(value, expected) < 1e-2
+
+
+def test_document_bounds_from_bos_compile_once_for_any_number_of_documents():
+    from trainer.attention import causal_attention, document_segments
+    from trainer.shards import BOS_ID
+
+    def layer(q, k, v, ids):
+        return causal_attention(q, k, v, "fa4", document_segments(ids, "fa4"))
+
+    compiled = torch.compile(layer, fullgraph=True, dynamic=False)
+    q, k, v, grad = _inputs(2, 512, 8, 4, 64, seed=11)
+    for bos in ([5, 300, 700], [100, 900, 901, 1000, 1023]):  # flat positions of the BOS tokens
+        ids = torch.full((2, 512), 7, device="cuda")
+        ids.view(-1)[bos] = BOS_ID
+        starts = sorted({0, 512, *bos})
+        ours = _outputs(lambda *t: compiled(*t, ids), q, k, v, grad)
+        expected = _outputs(lambda *t: _documents(*t, starts), q, k, v, grad)
+        for value, reference in zip(ours, expected):
+            assert _relative(value, reference) < 1e-2
