@@ -29,7 +29,8 @@ def segment_bounds(input_ids: torch.Tensor) -> torch.Tensor:
 
 @segment_bounds.register_fake
 def _segment_bounds_fake(input_ids):
-    return input_ids.new_empty(torch.library.get_ctx().new_dynamic_size() + 1, dtype=torch.int32)
+    # The length itself must be the new symbol: at least one segment and the end.
+    return input_ids.new_empty(torch.library.get_ctx().new_dynamic_size(min=2), dtype=torch.int32)
 
 
 def _cu(cu_seqlens: torch.Tensor | None, max_seqlen: int) -> dict:

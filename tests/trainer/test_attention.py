@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from trainer import attention, runlog
-from trainer.attention import causal_attention, first_usable, flash_kernel
+from trainer.attention import causal_attention, document_segments, first_usable, flash_kernel
+from trainer.shards import BOS_ID
 
 CPU = torch.device("cpu")
 HEADS, KV_HEADS, HEAD_DIM = 4, 2, 16
@@ -142,3 +143,17 @@ def test_a_missing_dependency_is_not_called_a_missing_package(packages):
 def test_flash_attention_4_without_its_interface_module_is_skipped(packages):
     packages({"flash_attn": "", "flash_attn.cute": FA2_WORKING})  # only the public function
     assert flash_kernel("fa4") == (None, "flash_attn.cute has no interface._flash_attn_fwd")
+
+
+def test_segment_bounds_from_bos_positions_compile_for_any_number_of_documents():
+    """FlashAttention 4's packed bounds: every BOS and each window's first token start a segment;
+    their count is data-dependent, and one compiled graph takes any count."""
+    compiled = torch.compile(lambda ids: document_segments(ids, "fa4") * 2, backend="eager",
+                             fullgraph=True, dynamic=False)
+    for bos in ([5, 30], [0, 17, 18, 40, 63]):  # flat positions in two windows of 32
+        ids = torch.full((2, 32), 7)
+        ids.view(-1)[bos] = BOS_ID
+        expected = sorted({0, 32, *bos}) + [64]
+        assert document_segments(ids, "fa4").tolist() == expected
+        assert compiled(ids).tolist() == [2 * b for b in expected]
+    assert document_segments(ids, "sdpa")[1].tolist() == [0] * 8 + [1] * 23 + [2]  # BOS at 8 and 31
