@@ -46,7 +46,8 @@ def run(args: argparse.Namespace) -> None:
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     torch.set_float32_matmul_precision("high")
-    cfg = load_config({"PRESET": args.preset, "SEED": str(args.seed)})
+    overrides = dict(item.split("=", 1) for item in args.set)
+    cfg = load_config({"PRESET": args.preset, "SEED": str(args.seed)}, overrides)
     torch.manual_seed(cfg.seed)
     model, attention = build_model(cfg, device)
     model.looping_active = args.looping
@@ -65,6 +66,7 @@ def run(args: argparse.Namespace) -> None:
     device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     record = {"preset": args.preset, "seed": cfg.seed, "looping": args.looping,
               "device": device_name, "torch": torch.__version__, "attention": attention,
+              "settings": overrides, "mlp_kernel": "quack" if model.blocks[0].mlp.fused else "torch",
               "losses": losses}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(record, indent=1) + "\n")
@@ -105,6 +107,8 @@ def main() -> None:
     r.add_argument("--steps", type=int, default=12)
     r.add_argument("--seed", type=int, default=1337)
     r.add_argument("--looping", action="store_true", help="depth recurrence on")
+    r.add_argument("--set", action="append", default=[], metavar="NAME=value",
+                   help="a trainer setting, e.g. ATTN_BACKEND=sdpa_cudnn (repeatable)")
     c = sub.add_parser("compare", help="the largest difference between two runs' losses")
     c.add_argument("a", type=Path)
     c.add_argument("b", type=Path)

@@ -147,6 +147,7 @@ def summarize(log_text: str, tflops: float, host_ms: float) -> dict:
         "val_bpb_live": float(grab(r"^step:\d+/\d+ val_loss:\S+ val_bpb:(\S+)") or "nan"),
         "val_bpb_post_ema": float(grab(r"^pre-quantization post-ema val_loss:\S+ val_bpb:(\S+)") or "nan"),
         "ema": grab(r"^ema:decay (.*)$"), "attention": grab(r"^attention:(.*)$"),
+        "mlp_kernel": grab(r"^mlp_kernel:(.*)$"),
         "loader": grab(r"^loader: (.*)$"), "host_batch_ms": host_ms,
     }
 
@@ -174,7 +175,7 @@ def table(s: dict) -> str:
            f"{s['step_flops_plain']:.3g} / {s['step_flops_looping']:.3g} FLOPs per step without / "
            f"with the loops): {100 * s['mfu_before']:.1f}% before recurrence, "
            f"{100 * s['mfu_after']:.1f}% after, {100 * s['mfu_avg']:.1f}% average")
-    notes = [mfu, f"attention: {s['attention']}", f"ema: {s['ema']}", f"loader: {s['loader']}; "
+    notes = [mfu, f"attention: {s['attention']}", f"mlp kernel: {s['mlp_kernel']}", f"ema: {s['ema']}", f"loader: {s['loader']}; "
              f"host batch assembly {s['host_batch_ms']:.1f} ms per micro-batch, "
              f"{8 * s['host_batch_ms']:.0f} ms per step if it were not prefetched"]
     return "\n".join(lines) + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"

@@ -11,6 +11,9 @@ A flash package is judged by what it really holds: the FlashAttention 4 wheel in
 FlashAttention 2's `flash_attn_func`. Each candidate is imported, looked up and run forward and
 backward once (compiled when the run compiles) before it is chosen; one that fails any of these
 is skipped with a log line saying why, so an odd install never stops a run.
+
+FlashAttention 4 runs through torch custom ops (trainer/fa4.py): called directly, its Python
+forward breaks the compiled graph at every layer.
 """
 
 from __future__ import annotations
@@ -21,33 +24,45 @@ import torch
 import torch.nn.functional as F
 
 from trainer.errors import TrainerError
+from trainer.fa4 import fa4_attention, segment_bounds
 from trainer.runlog import log
+from trainer.shards import BOS_ID
 
-# backend -> the module that provides its `flash_attn_func`, in the order `auto` tries them.
+# backend -> the module that provides its kernels, in the order `auto` tries them.
 FLASH_MODULES = {"fa3": "flash_attn_interface", "fa4": "flash_attn.cute", "fa2": "flash_attn"}
+# FlashAttention 4 runs through its forward and backward functions (trainer/fa4.py).
+KERNEL_NAMES = {"fa3": ("flash_attn_func",), "fa2": ("flash_attn_func",),
+                "fa4": ("interface._flash_attn_fwd", "interface._flash_attn_bwd")}
 _flash_kernels: dict = {}
 
 
 def flash_kernel(backend: str):
-    """(flash_attn_func, "") for a FlashAttention backend, or (None, why it cannot be had)."""
+    """(the backend's first kernel, "") for a FlashAttention backend, or (None, why it cannot be
+    had)."""
     if backend not in _flash_kernels:
-        _flash_kernels[backend] = _import_flash(FLASH_MODULES[backend])
+        _flash_kernels[backend] = _import_flash(FLASH_MODULES[backend], KERNEL_NAMES[backend])
     return _flash_kernels[backend]
 
 
-def _import_flash(name: str):
-    try:
-        module = importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and (name + ".").startswith(exc.name + "."):  # not a dependency
-            return None, f"{name} not installed"
-        return None, f"{name} does not import ({_one_line(exc)})"
-    except Exception as exc:  # a broken build fails in many ways (undefined symbol, CUDA mismatch)
-        return None, f"{name} does not import ({_one_line(exc)})"
-    kernel = getattr(module, "flash_attn_func", None)
-    if not callable(kernel):
-        return None, f"{name} has no flash_attn_func"
-    return kernel, ""
+def _import_flash(name: str, kernels: tuple[str, ...]):
+    found = []
+    for dotted in kernels:
+        module_name, _, attr = (name + "." + dotted).rpartition(".")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and (name + ".").startswith(exc.name + "."):  # not a dependency
+                return None, f"{name} not installed"
+            if exc.name == module_name:
+                return None, f"{name} has no {dotted}"
+            return None, f"{name} does not import ({_one_line(exc)})"
+        except Exception as exc:  # a broken build fails in many ways (undefined symbol, CUDA mismatch)
+            return None, f"{name} does not import ({_one_line(exc)})"
+        kernel = getattr(module, attr, None)
+        if not callable(kernel):
+            return None, f"{name} has no {dotted}"
+        found.append(kernel)
+    return found[0], ""
 
 
 def _one_line(exc: BaseException) -> str:
@@ -116,9 +131,30 @@ def activate_backend(backend: str) -> None:
         torch.backends.cuda.enable_math_sdp(only is None)
 
 
-def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, backend: str) -> torch.Tensor:
+def document_segments(input_ids: torch.Tensor, backend: str) -> torch.Tensor:
+    """What attention needs to stay inside the documents of the (B, T) windows: for FlashAttention
+    4's varlen kernel the segment bounds of the flattened windows, else each token's segment
+    number in its window (a new one at every BOS)."""
+    if backend == "fa4":
+        return segment_bounds(input_ids)
+    return (input_ids == BOS_ID).cumsum(1)
+
+
+def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, backend: str,
+                     segments: torch.Tensor | None = None) -> torch.Tensor:
     """q (B, T, H, D), k and v (B, T, Hkv, D) -> (B, T, H, D); query head h reads KV head
-    h // (H / Hkv)."""
+    h // (H / Hkv). With `segments` (document_segments) no token attends across a document."""
+    if segments is not None:
+        if backend == "fa4":
+            B, T = q.shape[:2]
+            return fa4_attention(q.flatten(0, 1), k.flatten(0, 1), v.flatten(0, 1), segments, T).view_as(q)
+        # Other kernels: a dense mask, correct and slower (no varlen kernel is wired for them).
+        mask = (segments[:, :, None] == segments[:, None, :]).tril()[:, None]
+        y = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                           attn_mask=mask, enable_gqa=True)
+        return y.transpose(1, 2)
+    if backend == "fa4":
+        return fa4_attention(q, k, v)
     if backend in FLASH_MODULES:
         y = flash_kernel(backend)[0](q, k, v, causal=True)
         return y[0] if isinstance(y, tuple) else y  # FA4 and some FA3 builds also return the LSE

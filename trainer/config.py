@@ -94,6 +94,12 @@ class Config:
     attn_backend: str = knob("auto", "Attention kernel; auto picks the first that runs here of "
                              "FlashAttention 3, 4, 2 and PyTorch SDPA (cuDNN, else flash).",
                              ("auto", "fa3", "fa4", "fa2", "sdpa_cudnn", "sdpa_flash", "sdpa"))
+    doc_mask: bool = knob(False, "Attention stays inside documents (a new one at every BOS), as the "
+                          "records from 2026-04-10; FlashAttention 4 runs it as packed varlen "
+                          "attention, other kernels with a dense mask (slower).")
+    mlp_kernel: str = knob("auto", "MLP GEMMs in training and TTT: quack fuses LeakyReLU(0.5)^2 and its "
+                           "derivative into the GEMM epilogues (Hopper); auto takes it where it runs, "
+                           "torch = cuBLAS and compiled elementwise kernels.", ("auto", "quack", "torch"))
     compile: bool = knob(True, "torch.compile the model (fullgraph) on CUDA.")
     smear_gate_enabled: bool = knob(False, "SmearGate: each token's embedding adds a gated share of "
                                     "the previous token's, never across a BOS (PRs #1667, #1855).")

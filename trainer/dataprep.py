@@ -24,10 +24,9 @@ import numpy as np
 import sentencepiece as spm
 
 from trainer.errors import TrainerError
-from trainer.shards import shard_paths, shard_token_count, write_shard, open_shard
+from trainer.shards import BOS_ID, shard_paths, shard_token_count, write_shard, open_shard
 
 SHARD_TOKENS = 10**8  # the challenge's shard size
-BOS_ID = 1
 # SentencePiece skips training "sentences" longer than its max_sentence_length (4,192 bytes), so
 # long documents are cut at line breaks into pieces below that for tokenizer training only.
 SENTENCE_BYTES = 4000

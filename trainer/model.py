@@ -21,9 +21,11 @@ import torch._inductor.config as inductor_config
 import torch.nn as nn
 import torch.nn.functional as F
 
-from trainer.attention import activate_backend, causal_attention, choose_backend
+from trainer.attention import activate_backend, causal_attention, choose_backend, document_segments
 from trainer.config import Config
 from trainer.errors import TrainerError
+from trainer.mlp_gemm import fused_mlp, fused_mlp_problem
+from trainer.runlog import log
 from trainer.softcap_ce import softcapped_cross_entropy
 from trainer.xsa import exclusive_self_attention, fused_exclusive_self_attention
 
@@ -108,7 +110,8 @@ class CausalSelfAttention(nn.Module):
                           if cfg.sparse_attn_gate_enabled else None)
         self.backend = "sdpa"  # set for the whole model by GPT.set_attention_backend
 
-    def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor],
+                segments: torch.Tensor | None) -> torch.Tensor:
         B, T, _ = x.shape
         q = self.c_q(x).view(B, T, self.num_heads, self.head_dim)
         k = self.c_k(x).view(B, T, self.num_kv_heads, self.head_dim)
@@ -117,7 +120,7 @@ class CausalSelfAttention(nn.Module):
         q, k = apply_rope(q, *rope), apply_rope(k, *rope)
         # With unit-norm q and k the gain sets the attention temperature (QK-gain, PR #1125).
         q = q * self.q_gain.to(q.dtype)[None, None, :, None]
-        y = causal_attention(q.to(v.dtype), k.to(v.dtype), v, self.backend)  # (B, T, H, D)
+        y = causal_attention(q.to(v.dtype), k.to(v.dtype), v, self.backend, segments)  # (B, T, H, D)
         if self.use_xsa:
             # Training and TTT run the fused kernels (trainer/xsa.py). Scoring keeps the PyTorch
             # ops, whose compiled kernels give the per-token losses the evaluation benchmark
@@ -138,8 +141,12 @@ class MLP(nn.Module):
         self.fc = CastedLinear(cfg.model_dim, hidden)
         self.proj = CastedLinear(hidden, cfg.model_dim, zero_init=True)
         self.negative_slope = cfg.leaky_relu_slope
+        self.fused = False  # set for the whole model by GPT.set_mlp_kernel
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.fused and torch.is_grad_enabled():
+            # Training and TTT; scoring keeps the PyTorch ops, as for XSA below.
+            return fused_mlp(x, self.fc.weight.to(x.dtype), self.proj.weight.to(x.dtype))
         # Squared LeakyReLU keeps a gradient for negative inputs, which relu^2 zeroes (PR #493).
         return self.proj(F.leaky_relu(self.fc(x), self.negative_slope).square())
 
@@ -158,11 +165,11 @@ class Block(nn.Module):
         self.ln_scale_factor = 1.0 / math.sqrt(layer + 1) if cfg.ln_scale else 1.0
         self.parallel = 0 <= cfg.parallel_residual_start <= layer
 
-    def forward(self, x: torch.Tensor, x0: torch.Tensor,
-                rope: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, x0: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor],
+                segments: torch.Tensor | None = None) -> torch.Tensor:
         mix = self.resid_mix.to(x.dtype)
         x = mix[0] * x + mix[1] * x0
-        attn_out = self.attn(self.attn_norm(x) * self.ln_scale_factor, rope)
+        attn_out = self.attn(self.attn_norm(x) * self.ln_scale_factor, rope, segments)
         if self.parallel:  # attention and MLP both read the block input (GPT-J)
             mlp_out = self.mlp(self.mlp_norm(x) * self.ln_scale_factor)
             return x + self.attn_scale.to(x.dtype) * attn_out + self.mlp_scale.to(x.dtype) * mlp_out
@@ -209,6 +216,7 @@ class GPT(nn.Module):
         # sigmoid(0) = 0.5: each gated skip starts as the average of skip and stream.
         self.skip_gates = nn.Parameter(torch.zeros(num_skips, dim)) if cfg.skip_gates_enabled else None
         self.attn_backend = "sdpa"
+        self.doc_mask = cfg.doc_mask
         self._init_weights(cfg)
 
     def _init_weights(self, cfg: Config) -> None:
@@ -225,6 +233,10 @@ class GPT(nn.Module):
         self.attn_backend = backend
         for block in self.blocks:
             block.attn.backend = backend
+
+    def set_mlp_kernel(self, kernel: str) -> None:
+        for block in self.blocks:
+            block.mlp.fused = kernel == "quack"
 
     def forward_logits(self, input_ids: torch.Tensor) -> torch.Tensor:
         """input_ids (B, T) -> float32 logits (B, T, V), after the softcap."""
@@ -254,9 +266,10 @@ class GPT(nn.Module):
         rope = tuple(t.to(x.dtype) for t in self.rotary(input_ids.size(1), input_ids.device))
         encoder, decoder = ((self.encoder_indices, self.decoder_indices) if self.looping_active
                             else self.plain_indices)
+        segments = document_segments(input_ids, self.attn_backend) if self.doc_mask else None
         skips = []
         for i in encoder:
-            x = self.blocks[i](x, x0, rope)
+            x = self.blocks[i](x, x0, rope, segments)
             skips.append(x)
         for j, i in enumerate(decoder):
             if skips:  # U-Net: decoder layer j reads the output of encoder layer -(j+1)
@@ -265,7 +278,7 @@ class GPT(nn.Module):
                     x = x + skip
                 else:
                     x = torch.lerp(skip, x, torch.sigmoid(self.skip_gates[j]).to(x.dtype))
-            x = self.blocks[i](x, x0, rope)
+            x = self.blocks[i](x, x0, rope, segments)
         x = self.final_norm(x)
         head = self.tok_emb.weight if self.lm_head is None else self.lm_head.weight
         return F.linear(x, head.to(x.dtype))
@@ -283,4 +296,21 @@ def build_model(cfg: Config, device: torch.device) -> tuple[GPT, str]:
                                   cfg.model_dim // cfg.num_heads, compile=cfg.compile)
     activate_backend(backend)
     model.set_attention_backend(backend)
+    mlp_kernel, mlp_why = choose_mlp_kernel(cfg, device)
+    model.set_mlp_kernel(mlp_kernel)
+    log(f"mlp_kernel:{mlp_kernel} ({mlp_why})")
     return model, f"{backend} ({why})"
+
+
+def choose_mlp_kernel(cfg: Config, device: torch.device) -> tuple[str, str]:
+    """(kernel, why): quack's fused epilogues where asked for or, for auto, where they run."""
+    if cfg.mlp_kernel == "torch":
+        return "torch", "MLP_KERNEL"
+    problem = fused_mlp_problem(device, cfg.model_dim, int(cfg.mlp_mult * cfg.model_dim),
+                                cfg.leaky_relu_slope)
+    if problem is None:
+        return "quack", "MLP_KERNEL" if cfg.mlp_kernel == "quack" else "quack installed"
+    if cfg.mlp_kernel == "quack":
+        raise TrainerError(f"MLP_KERNEL=quack cannot run here: {problem}; set MLP_KERNEL=auto "
+                           "to fall back to the PyTorch kernels")
+    return "torch", problem

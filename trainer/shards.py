@@ -19,6 +19,7 @@ SHARD_VERSION = 1
 HEADER_INTS = 256
 HEADER_BYTES = HEADER_INTS * 4
 TOKEN_DTYPE = np.dtype("<u2")
+BOS_ID = 1  # every document starts with it (the challenge's SentencePiece models' BOS)
 
 
 def shard_paths(directory: str | Path, split: str) -> list[Path]:

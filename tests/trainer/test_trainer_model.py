@@ -6,6 +6,7 @@ import torch.nn as nn
 
 from trainer.config import load_config
 from trainer.model import GPT, Rotary, apply_rope, layer_order
+from trainer.shards import BOS_ID
 from trainer.xsa import exclusive_self_attention
 
 TINY = load_config({"PRESET": "tiny"})
@@ -139,3 +140,28 @@ def test_partial_rope_rotates_only_its_dims_and_keeps_norms():
     assert torch.equal(out[..., 4:], x[..., 4:])
     assert torch.allclose(out.norm(dim=-1), x.norm(dim=-1), atol=1e-5)
     assert torch.equal(out[:, 0], x[:, 0])  # position 0 is not rotated
+
+
+@pytest.mark.parametrize("looping", [False, True])
+def test_document_mask_keeps_each_document_to_itself(looping):
+    """With DOC_MASK a document's logits are those it gets alone: no token reads another document
+    (RoPE is relative, so the position in the window does not matter)."""
+    model = _trained_like(dataclasses.replace(TINY, doc_mask=True))
+    model.looping_active = looping
+    gen = torch.Generator().manual_seed(3)
+    first, second = (torch.randint(4, 1024, (1, n), generator=gen) for n in (20, 28))
+    second[0, 0] = BOS_ID
+    packed = model.forward_logits(torch.cat((first, second), 1))
+    assert torch.allclose(packed[:, 20:], model.forward_logits(second), atol=1e-5)
+    assert torch.allclose(packed[:, :20], model.forward_logits(first), atol=1e-5)
+    model.doc_mask = False  # dense attention: the second document reads the first
+    assert not torch.allclose(model.forward_logits(torch.cat((first, second), 1))[:, 20:],
+                              model.forward_logits(second), atol=1e-3)
+
+
+def test_document_mask_compiles_as_one_graph():
+    model = _trained_like(dataclasses.replace(TINY, doc_mask=True))
+    compiled = torch.compile(model, backend="eager", fullgraph=True, dynamic=False)
+    x = torch.randint(4, 1024, (2, 16))
+    x[0, 5] = x[1, 9] = BOS_ID
+    assert torch.allclose(compiled(x, x), model(x, x))

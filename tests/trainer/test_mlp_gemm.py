@@ -1,0 +1,73 @@
+"""The MLP with LeakyReLU(0.5)^2 in quack's GEMM epilogues against the PyTorch ops, on a GPU.
+
+Skipped without a CUDA GPU or without quack (`pip install 'pgolf[gpu]'`); the CPU test checks
+the fallback. bf16: each output and gradient must be as close to an fp64 evaluation as the bf16
+PyTorch ops are (plus one rounding), and within 1e-2 relative.
+"""
+
+import importlib.util
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from trainer.mlp_gemm import fused_mlp, fused_mlp_problem
+
+gpu = pytest.mark.skipif(
+    not torch.cuda.is_available() or importlib.util.find_spec("quack") is None,
+    reason="the fused MLP needs a CUDA GPU and the quack-kernels package")
+
+
+def _reference(x, w_fc, w_proj):
+    return F.linear(F.leaky_relu(F.linear(x, w_fc), 0.5).square(), w_proj)
+
+
+def _outputs(fn, x, w_fc, w_proj, grad):
+    leaves = [t.detach().requires_grad_() for t in (x, w_fc, w_proj)]
+    out = fn(*leaves)
+    return [out.detach(), *torch.autograd.grad(out, leaves, grad)]
+
+
+def _relative(value, reference):
+    return ((value.double() - reference.double()).norm() / reference.double().norm()).item()
+
+
+def _inputs(M, dim, hidden, seed):
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    x = torch.randn(M // 256, 256, dim, device="cuda", generator=gen)
+    w_fc = torch.randn(hidden, dim, device="cuda", generator=gen) * dim**-0.5
+    w_proj = torch.randn(dim, hidden, device="cuda", generator=gen) * hidden**-0.5
+    grad = torch.randn(M // 256, 256, dim, device="cuda", generator=gen)
+    return [t.bfloat16() for t in (x, w_fc, w_proj, grad)]
+
+
+@gpu
+@pytest.mark.parametrize("M, dim, hidden", [(4096, 512, 2048), (1024, 256, 1024)])
+def test_fused_matches_fp64_as_closely_as_the_torch_ops(M, dim, hidden):
+    x, w_fc, w_proj, grad = _inputs(M, dim, hidden, seed=dim)
+    ours = _outputs(fused_mlp, x, w_fc, w_proj, grad)
+    bf16 = _outputs(_reference, x, w_fc, w_proj, grad)
+    exact = _outputs(_reference, x.double(), w_fc.double(), w_proj.double(), grad.double())
+    for value, plain, expected in zip(ours, bf16, exact):
+        assert value.dtype == torch.bfloat16 and torch.isfinite(value).all()
+        error = _relative(value, expected)
+        assert error < 1e-2 and error <= _relative(plain, expected) + 2**-8
+
+
+@gpu
+def test_compiled_graph_keeps_the_op_and_matches_eager():
+    x, w_fc, w_proj, grad = _inputs(2048, 512, 2048, seed=3)
+
+    def block(x, w_fc, w_proj):
+        return x + fused_mlp(x * 0.5, w_fc, w_proj)
+
+    compiled = torch.compile(block, fullgraph=True, dynamic=False)  # fails on a graph break
+    for value, expected in zip(_outputs(compiled, x, w_fc, w_proj, grad),
+                               _outputs(block, x, w_fc, w_proj, grad)):
+        assert _relative(value, expected) < 1e-2
+
+
+def test_falls_back_where_it_cannot_run():
+    assert fused_mlp_problem(torch.device("cpu"), 64, 256, 0.5) == "CPU"
+    if torch.cuda.is_available():
+        assert "slope" in fused_mlp_problem(torch.device("cuda"), 64, 256, 0.3)
