@@ -21,7 +21,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-BOS_ID = 1  # every document in the shards starts with it (`pgolf data` writes them)
+from trainer.shards import BOS_ID
 
 
 class SmearGate(nn.Module):

@@ -25,11 +25,11 @@ from torch import Tensor
 from trainer.artifact import quantization_settings
 from trainer.compress import compress_artifact, pack_tensors, write_atomic
 from trainer.config import load_config
-from trainer.gates import BOS_ID
 from trainer.lqer import corrections
 from trainer.model import GPT
 from trainer.quant import quantize_state_dict
 from trainer.scoring import evaluate_artifact
+from trainer.shards import BOS_ID
 from trainer.sliding import Trace
 
 Evaluate = Callable[[Tensor, dict[str, Trace]], None]  # runs every phase, filling the traces
