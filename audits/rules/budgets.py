@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 
 from audits.context import CAP_BYTES, EVAL_BUDGET_MS, TRAIN_BUDGET_MS
@@ -32,6 +34,25 @@ RULES = rules(
 
 
 
+def _one_cause(check_fn):
+    """A folder's seed logs are runs of one recipe: a budget broken in several of them is one
+    cause, reported once (at the first log) with every log's figure and line as evidence."""
+    @functools.wraps(check_fn)
+    def grouped(sub, options):
+        by_severity: dict = {}
+        for finding in check_fn(sub, options):
+            by_severity.setdefault(finding.severity, []).append(finding)
+        for group in by_severity.values():
+            if len(group) == 1:
+                yield group[0]
+                continue
+            yield dataclasses.replace(
+                group[0], message="; ".join(f.message for f in group),
+                evidence="\n".join(f"{f.file}:{f.line}: {f.evidence}" if f.line else f"{f.file}: {f.evidence}"
+                                   for f in group))
+    return grouped
+
+
 def _code_bytes(sub, log):
     """Counted code bytes and how they were obtained: from the shipped scripts when present
     (smallest self-extracting form), else from the log's own code-size line."""
@@ -58,6 +79,7 @@ def _literal_code_bytes(sub, log):
 
 
 @check("ARTIFACT_OVER_CAP")
+@_one_cause
 def artifact_over_cap(sub, options):
     """What it checks: for every seed, compressed model bytes (the log's `Serialized model
     <method>: N bytes` line) plus code bytes stay at or under 16,000,000 (decimal). Code bytes are
@@ -101,6 +123,7 @@ def artifact_over_cap(sub, options):
 
 
 @check("ARTIFACT_LITERAL_OVER_CAP")
+@_one_cause
 def artifact_literal_over_cap(sub, options):
     """What it checks: for every seed, model bytes plus the raw bytes of every shipped code file
     stay at or under 16,000,000: the README's literal reading ("code bytes plus compressed model
@@ -145,6 +168,7 @@ STOP_OVERSHOOT_MS = 1000
 
 
 @check("TRAIN_OVER_BUDGET")
+@_one_cause
 def train_over_budget(sub, options):
     """What it checks: on the record track, training time on every log is at most 600,000 ms, read from the
     `stopping_early: wallclock_cap train_time:...` line or else the last step line. A script that
@@ -184,6 +208,7 @@ def train_over_budget(sub, options):
 
 
 @check("GPTQ_CALIB_AFTER_BUDGET")
+@_one_cause
 def gptq_calib_after_budget(sub, options):
     """What it checks: on the record track, quantization calibration that reads training data
     (GPTQ Hessians from training batches) finishes inside the 600 s training window: the stop time plus the logged
@@ -249,6 +274,7 @@ def _with_claimed_phase(p, claim: float | None):
 
 
 @check("EVAL_OVER_BUDGET")
+@_one_cause
 def eval_over_budget(sub, options):
     """What it checks: on the record track, evaluation time on every log is at most 600 s: the log's
     `total_eval_time:` when printed, else the sum of the eval times of its scored phases

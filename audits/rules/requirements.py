@@ -7,7 +7,7 @@ import sys
 
 from audits.findings import Severity
 from audits.registry import NEEDS_ACTION, WARN, Rule, check, found, readme, rules
-from audits.submission import codesize
+from audits.submission import codesize, trees
 from audits.submission.imports import DISTRIBUTIONS, REFERENCE, imports, normalize
 
 RULES = rules(
@@ -70,7 +70,7 @@ def _module_level_lines(source: str) -> set[int]:
     """Lines of the import statements that run when the file is imported: the module's own
     statements, not those inside a function or class."""
     try:
-        tree = ast.parse(source)
+        tree = trees.ast_module(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
     return {node.lineno for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))}

@@ -8,6 +8,7 @@ wrapper back is `audits.submission.unwrap`'s job.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 
 from audits.submission import ENTRY_SCRIPT, Script, Submission
@@ -22,7 +23,12 @@ def counted_bytes(raw: bytes, source: str | None) -> int:
     """Code bytes for the cap: the file as shipped or pgolf's compact form, whichever is smaller."""
     if source is None:
         return len(raw)
-    return min(len(raw), len(compact_form(source).encode("utf-8")))
+    return min(len(raw), _compact_bytes(source))
+
+
+@functools.lru_cache(maxsize=16)  # every seed log of a folder counts the same scripts
+def _compact_bytes(source: str) -> int:
+    return len(compact_form(source).encode("utf-8"))
 
 
 def code_that_runs(sub: Submission) -> list[Script]:

@@ -4,6 +4,7 @@ requirements rule and the smoke import's classification share."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 
 from audits.submission import trees
@@ -29,13 +30,14 @@ def normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def imports(source: str) -> list[tuple[str, int, bool]]:
+@functools.lru_cache(maxsize=16)  # asked per log and per rule about the same few scripts
+def imports(source: str) -> tuple[tuple[str, int, bool], ...]:
     """(top-level module, line, optional) for every absolute import; optional = inside a try whose
-    handler catches ImportError. Returns [] when the source does not parse here."""
+    handler catches ImportError. Empty when the source does not parse here."""
     try:
         tree = trees.ast_module(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
+        return ()
     found_imports = []
     stack = _children(tree, False)[::-1]  # iterative: hostile code can nest thousands deep
     while stack:
@@ -46,7 +48,7 @@ def imports(source: str) -> list[tuple[str, int, bool]]:
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             found_imports.append((node.module.split(".")[0], node.lineno, optional))
         stack.extend(_children(node, optional)[::-1])
-    return found_imports
+    return tuple(found_imports)
 
 
 def _children(node: ast.AST, optional: bool) -> list[tuple[ast.AST, bool]]:

@@ -26,8 +26,23 @@ def findings(sub, rule: str):
             yield found(rule, f"{rel} is a self-extracting wrapper whose code was not unwrapped, so "
                         "it was not checked", severity=Severity.INFO, file=rel, unchecked=True)
     on = runsettings.turned_on(sub)
+    causes: dict[tuple, list] = {}
     for verdict in sorted(result.of(rule), key=_order):
-        yield _finding(sub, result, *_as_run(verdict, on))
+        verdict, turned_on = _as_run(verdict, on)
+        causes.setdefault(_cause(verdict), []).append((verdict, turned_on))
+    for same in causes.values():
+        # told from the verdict with the fewest caveats: a site both reached and not is reached
+        first = min(same, key=lambda m: (m[0].unreachable, m[0].side_script, bool(m[0].settings)))
+        yield _finding(sub, result, *first, also=[v for v, _ in same if v is not first[0]])
+
+
+def _cause(v) -> tuple:
+    """What makes verdicts one cause: the same reading, weighed the same, in the same function,
+    about the same score (the reads of one answer-keyed table, the steps of one update loop, one
+    site reached through several calls)."""
+    other = v.other.position() if v.other is not None else None
+    return (v.rule, v.kind, v.severity, v.site.inner_fn.script.rel, id(v.site.inner_fn),
+            (v.other.inner_fn.script.rel, other.start.line) if other is not None else None)
 
 
 def _as_run(v, on: dict[str, str]):
@@ -50,12 +65,17 @@ def _order(verdict):
     return (verdict.site.inner_fn.script.rel, at.start.line if at else 0, -int(verdict.severity))
 
 
-def _finding(sub, result, v, turned_on=()):
+def _finding(sub, result, v, turned_on=(), also=()):
+    """The finding of verdict `v`; `also`: verdicts of the same cause at other places, whose lines
+    join the evidence."""
     script = v.site.inner_fn.script
     at = v.site.position()
     line = at.start.line if at else None
     other_line = None
     evidence = [_excerpt(script, at)] if at else []
+    more = sorted({a.start.line: a for a in (u.site.position() for u in also) if a is not None
+                   and a.start.line != line}.items())
+    evidence += [_excerpt(script, a) for _, a in more]
     if v.other is not None:
         other_script = v.other.inner_fn.script
         other_at = v.other.position()
@@ -68,6 +88,8 @@ def _finding(sub, result, v, turned_on=()):
         evidence.append(f"(reached through the call at line {call_at.start.line})")
     words = WORDS[v.rule][v.kind]
     message = words.message.format(at=f"line {line}", other=f"line {other_line}", detail=v.detail)
+    if more:
+        message += f" (the same at line{'s' if len(more) > 1 else ''} {', '.join(str(n) for n, _ in more)})"
     message += _notes(v)
     if turned_on:
         message += f" (the run turned it on: {'; '.join(turned_on)})"

@@ -25,8 +25,13 @@ def test_model_plus_computed_code_over_the_cap(tmp_path):
     script = f"DATA = '{blob}'\n\nif __name__ == '__main__':\n    pass\n"
     f = by_rule(with_log(tmp_path, record_log(42, bpb=1.081, model_bytes=15_970_000, code_bytes=100),
                          **{"train_gpt.py": script}), "ARTIFACT_OVER_CAP", "FAIL")
-    assert {x.file for x in f} == {"train_seed42.log", "train_seed314.log", "train_seed999.log"}
-    assert all("over the cap" in x.message and "code bytes" in x.message for x in f)
+    # one cause (the shipped code), reported once with every seed log's figure and line
+    assert len(f) == 1 and f[0].file == "train_seed314.log"
+    logs = ("train_seed42.log", "train_seed314.log", "train_seed999.log")
+    assert all(f"{log}: " in f[0].message for log in logs)
+    assert all(line.split(":")[0] in logs and line.split(":")[1].isdigit()
+               for line in f[0].evidence.splitlines())
+    assert f[0].message.count("over the cap") == 3 and "code bytes" in f[0].message
 
 
 def test_log_total_over_the_cap_fails(tmp_path):

@@ -1,0 +1,48 @@
+"""Real submissions cut down by hand to the lines their verdict rests on.
+
+Each folder of tests/fixtures/corpus_reduced/ is a submission reduced to the code and log lines
+that decide it (the functions on the scored path, the log lines the budgets read), with the
+structure kept so that the same rules fire. `cases.tsv` holds one line per folder: its name, the
+verdict, and the rules that must block. A case is added with a folder and a line.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from audits import api
+from audits.context import AuditOptions
+from audits.engine import level_of
+from audits.registry import PASS
+
+REDUCED = Path(__file__).parents[1] / "fixtures" / "corpus_reduced"
+
+
+def _cases() -> dict[str, tuple[str, set[str]]]:
+    cases = {}
+    for line in (REDUCED / "cases.tsv").read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        name, verdict, *rules = line.split("\t")
+        cases[name] = (verdict, set(filter(None, (rules or [""])[0].split(";"))))
+    return cases
+
+
+CASES = _cases()
+
+
+def test_every_folder_has_its_line_and_every_line_its_folder():
+    folders = {p.name for p in REDUCED.iterdir() if p.is_dir()}
+    assert folders == set(CASES)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_reduced_case_gets_its_verdict_and_blocks_on_its_rules(name):
+    verdict, rules = CASES[name]
+    report = api.audit([str(REDUCED / name)], AuditOptions(smoke=False)).submissions[0]
+    assert report.errors == []
+    blocking = {f.rule for f in report.findings if level_of(f) != PASS}
+    assert report.verdict() == verdict, [f.message for f in report.findings if f.rule in blocking]
+    assert rules <= blocking
+    if verdict == PASS:
+        assert blocking == set()
