@@ -122,7 +122,7 @@ def test_on_the_trainer_model_ttt_adapts_so_the_probes_have_something_to_catch(t
 def test_a_trainer_model_that_attends_ahead_fails_c1(monkeypatch):
     import trainer.model
 
-    def non_causal(q, k, v, backend):  # (B, T, H, D) in and out, every position sees the window
+    def non_causal(q, k, v, backend, segments=None):  # (B, T, H, D) in and out, every position sees the window
         rep = q.size(2) // k.size(2)
         k, v = (t.repeat_interleave(rep, dim=2) for t in (k, v))
         y = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
