@@ -21,6 +21,7 @@ Labels are tuples whose first item is the kind:
   ("gate", site, how)            read from the scored token: a "lookup" (table[target]) or a
                                  "compare" (target < k)
   ("bytes", site) ("gated", site) ("select", site) ("filled", site)
+  ("keyed", site)                a hash key first combined with the scored token at `site`
   ("blob",)                      bytes decompressed from a blob (a payload of the artifact)
 """
 
@@ -195,6 +196,14 @@ def objref(taint: Taint) -> Taint:
         elif label[0] in ("obj", "param"):
             out.add(("objref", label))
     return frozenset(out)
+
+
+def keyed(taint: Taint, site: Site) -> Taint:
+    """A hash of `taint`: marked where the scored token first enters the key, the line that
+    shows an answer-keyed table (the reads come later, often many lines away)."""
+    if TARGET in taint and not kinds(taint, "keyed"):
+        return frozenset({("keyed", site)})
+    return EMPTY
 
 
 def substitute(taint: Taint, args: list[Taint], call: Site, callee) -> Taint:

@@ -1,0 +1,91 @@
+"""Where a legality finding points: the line that shows the violation, not a line that only
+follows from it."""
+
+from support import audit_findings, by_rule, good_folder_files, write_folder
+
+# The answer-keyed key is made in one pass over the orders and read in a second one, many lines
+# later: the key line is what shows the target in the key.
+KEYS_THEN_READS = '''import glob
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+PRIMES = np.array([1000003, 998244353, 19260817], dtype=np.int64)
+
+
+def tokens(pattern):
+    return np.concatenate([np.fromfile(f, dtype=np.uint16, offset=1024) for f in sorted(glob.glob(pattern))]).astype(np.int64)
+
+
+class LM(nn.Module):
+    def __init__(self, vocab=1024, d=64):
+        super().__init__()
+        self.e = nn.Embedding(vocab, d)
+        self.f = nn.Linear(d, vocab)
+
+    def forward(self, x):
+        return self.f(torch.tanh(self.e(x)))
+
+
+def eval_cache(model, val_np, seq=256, alpha=0.3):
+    mask = (1 << 20) - 1
+    ctx_counts = np.zeros(1 << 20)
+    full_counts = np.zeros(1 << 20)
+    loss_sum, n = 0.0, 0
+    for s in range(2, len(val_np) - seq - 1, seq):
+        x = torch.from_numpy(val_np[s:s + seq])
+        y = torch.from_numpy(val_np[s + 1:s + seq + 1])
+        with torch.no_grad():
+            nll = F.cross_entropy(model(x), y, reduction="none").double().numpy()
+        tgt = y.numpy()
+        keys = []
+        for k in range(1, 3):
+            ctx = val_np[s + 1 - k:s + seq + 1 - k] * PRIMES[k]
+            keys.append((ctx & mask, (ctx ^ (tgt * PRIMES[0])) & mask))
+        # the model's probability first
+        p_model = np.exp(-nll)
+        # a few lines of bookkeeping between the keys and their reads
+        best = np.zeros(seq)
+        seen = np.zeros(seq, dtype=bool)
+        weight = np.full(seq, alpha)
+        weight = np.clip(weight, 0.0, 1.0)
+        order_used = np.zeros(seq, dtype=np.int64)
+        note = "orders"
+        del note
+        for ctx_key, full_key in reversed(keys):
+            p = full_counts[full_key] / np.maximum(ctx_counts[ctx_key], 1.0)
+            best = np.where(seen, best, p)
+            seen |= ctx_counts[ctx_key] > 0
+            order_used += 1
+        p_mix = (1 - weight) * p_model + weight * best
+        loss_sum += float(-np.log(p_mix).sum())
+        n += seq
+    return loss_sum / n
+
+
+def main():
+    model = LM()
+    print("val_loss", eval_cache(model, tokens("./data/fineweb10B_sp1024/fineweb_val_*.bin")))
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_answer_keyed_table_finding_names_the_line_that_hashes_the_target_into_the_key(tmp_path):
+    files = good_folder_files()
+    files["train_gpt.py"] = KEYS_THEN_READS
+    folder = write_folder(tmp_path / "2026-05-01_Keys_Then_Reads", files)
+    lines = KEYS_THEN_READS.split("\n")
+    key_line = 1 + next(i for i, text in enumerate(lines) if "tgt * PRIMES[0]" in text)
+    read_line = 1 + next(i for i, text in enumerate(lines) if "full_counts[full_key] /" in text)
+    assert read_line - key_line > 10  # far enough apart that the two places differ
+    [finding] = by_rule(audit_findings(folder), "NGRAM_TARGET_IN_KEY", "FAIL")
+    assert (finding.file, finding.line) == ("train_gpt.py", key_line)
+    assert f"the table read at line {read_line} " in finding.message
+    assert f"its key takes the scored token at line {key_line}" in finding.message
+    assert finding.evidence.startswith(f"{key_line}: ")
+    assert f"\n{read_line}: " in finding.evidence
