@@ -35,7 +35,7 @@ class Verdict:
     detail: str = ""  # what the reading names (the call, the serializer)
     settings: tuple[str, ...] = ()  # it runs only when these settings are not their defaults
     ungated: Severity | None = None  # the severity it has when those settings are as the run set them
-    origin: Site | None = None  # where the value that makes it so was made (a key hashed from the target)
+    origin: Site | None = None  # what makes it so (the key hashed from the target, the call passing val data)
     side_script: bool = False  # in a script the entry point does not run
     unreachable: bool = False  # in code the entry point never reaches
 
@@ -188,7 +188,7 @@ def _line(site: Site) -> tuple:
 
 def _calib(e: Event) -> list[Verdict]:
     if _val(e.taint):
-        return [Verdict("GPTQ_CALIB_ON_VAL", "on_validation", FAIL, e.site)]
+        return [Verdict("GPTQ_CALIB_ON_VAL", "on_validation", FAIL, e.site, origin=e.entered)]
     if TRAIN in e.taint:
         return [Verdict("GPTQ_CALIB_ON_VAL", "on_training", INFO, e.site)]
     if GEN in e.taint:

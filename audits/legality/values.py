@@ -120,12 +120,16 @@ class Event:
     detail: str = ""
     flags: frozenset = frozenset()
     other: Site | None = None  # judgment: the second operation (e.g. the score after an update)
+    entered: Site | None = None  # the call that passed the validation data in, where it came in so
 
     def moved(self, call: Site, args: list[Taint]) -> Event:
-        return dataclasses.replace(self, site=self.site.moved(call),
-                                   taint=substitute(self.taint, args, call, self.site.fn),
+        taint = substitute(self.taint, args, call, self.site.fn)
+        entered = self.entered
+        if entered is None and VAL in taint and VAL not in self.taint:
+            entered = call  # a helper that is legal on other data is made a violation by this call
+        return dataclasses.replace(self, site=self.site.moved(call), taint=taint,
                                    state=substitute(self.state, args, call, self.site.fn),
-                                   other=self.other.moved(call) if self.other else None)
+                                   other=self.other.moved(call) if self.other else None, entered=entered)
 
 
 def switches(*events: Event) -> frozenset:

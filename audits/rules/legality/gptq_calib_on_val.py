@@ -16,7 +16,8 @@ WORDS = words(
     on_validation=Words(
         "quantization calibration at {at} runs the model on validation tokens",
         "Calibrate on training batches inside the training budget, or on text the model generates "
-        "itself."),
+        "itself.",
+        origin="the validation tokens are passed in by the call at {origin}"),
     on_training=Words("quantization calibrated on training data at {at}"),
     on_generated=Words("quantization calibrated on self-generated tokens at {at}"),
 )

@@ -17,7 +17,8 @@ WORDS = words(
         "the table read at {at} uses a key hashed from the token being scored, so only that token's "
         "entry is looked up",
         "Hash the context only, read a distribution over the whole vocabulary (or a hint token), "
-        "renormalize, then evaluate it at the target."),
+        "renormalize, then evaluate it at the target.",
+        origin="its key takes the scored token at {origin}"),
     context_key=Words("n-gram table read at {at} with a key hashed from the context only"),
 )
 

@@ -89,3 +89,78 @@ def test_answer_keyed_table_finding_names_the_line_that_hashes_the_target_into_t
     assert f"its key takes the scored token at line {key_line}" in finding.message
     assert finding.evidence.startswith(f"{key_line}: ")
     assert f"\n{read_line}: " in finding.evidence
+
+
+# A Hessian collector that is legal on training batches; the call that hands it the validation
+# tokens, many lines later, is what makes the calibration illegal.
+COLLECTOR = '''def collect_hessians(model, tokens, batches=8, seq=128):
+    grams = {}
+    hooks = []
+    for name, mod in model.named_modules():
+        if isinstance(mod, torch.nn.Linear):
+            def hook(m, inputs, output, key=name):
+                x = inputs[0].reshape(-1, inputs[0].shape[-1]).float()
+                grams[key] = grams.get(key, 0) + x.T @ x
+            hooks.append(mod.register_forward_hook(hook))
+    with torch.no_grad():
+        for b in range(batches):
+            model(tokens[b * seq:(b + 1) * seq][None])
+    for h in hooks:
+        h.remove()
+    return grams
+'''
+
+CALLER = '''import glob
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+''' + COLLECTOR + '''
+
+def load(pattern):
+    return torch.from_numpy(np.concatenate([np.fromfile(f, dtype=np.uint16, offset=1024)
+                                            for f in sorted(glob.glob(pattern))]).astype(np.int64))
+
+
+class LM(nn.Module):
+    def __init__(self, vocab=1024, d=64):
+        super().__init__()
+        self.e = nn.Embedding(vocab, d)
+        self.f = nn.Linear(d, vocab)
+
+    def forward(self, x):
+        return self.f(torch.tanh(self.e(x)))
+
+
+def main():
+    model = LM()
+    train = load("./data/fineweb10B_sp1024/fineweb_train_*.bin")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    for step in range(100):
+        seg = train[step * 128:(step + 1) * 128 + 1]
+        opt.zero_grad()
+        F.cross_entropy(model(seg[:-1]), seg[1:]).backward()
+        opt.step()
+    val = load("./data/fineweb10B_sp1024/fineweb_val_*.bin")
+    grams = collect_hessians(model, val)
+    torch.save({"model": model.state_dict(), "grams": grams}, "final_model.pt")
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_calibration_on_validation_names_the_call_that_passes_the_validation_tokens_in(tmp_path):
+    files = good_folder_files()
+    files["train_gpt.py"] = CALLER
+    folder = write_folder(tmp_path / "2026-05-01_Calib_Call", files)
+    call_line = 1 + CALLER.split("\n").index("    grams = collect_hessians(model, val)")
+    forward_line = 1 + CALLER.split("\n").index("            model(tokens[b * seq:(b + 1) * seq][None])")
+    [finding] = by_rule(audit_findings(folder), "GPTQ_CALIB_ON_VAL", "FAIL")
+    assert (finding.file, finding.line) == ("train_gpt.py", call_line)
+    assert f"passed in by the call at line {call_line}" in finding.message
+    assert finding.evidence.startswith(f"{call_line}: ")
+    assert f"\n{forward_line}: " in finding.evidence  # the forward pass that runs on them
