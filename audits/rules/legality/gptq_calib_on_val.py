@@ -39,5 +39,7 @@ def gptq_calib_on_val(sub, options):
     Known limits: calibration is recognised by forward-hook registration or an outer-product
     accumulation; a calibration that reads activations some other way is not seen. Whether
     training-data calibration fits in the training budget is GPTQ_CALIB_AFTER_BUDGET's question.
+    A collector that is legal on other data is reported at the call that passes it validation
+    tokens, its forward pass following in the evidence.
     """
     yield from findings(sub, "GPTQ_CALIB_ON_VAL")

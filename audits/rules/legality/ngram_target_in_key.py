@@ -41,5 +41,7 @@ def ngram_target_in_key(sub, options):
 
     Known limits: the scored token is recognised from losses, gathers and shifted slices in the
     same function or passed in as an argument; a target recovered some other way is not seen.
+    The finding names the line where the scored token enters the key (when that line is in the
+    script of the reads), the reads following in its message and evidence.
     """
     yield from findings(sub, "NGRAM_TARGET_IN_KEY")
