@@ -90,6 +90,7 @@ class Words:
     message: str
     hint: str = ""
     link: str | None = None
+    origin: str = ""  # the note naming what makes it so, at {origin}, when the analysis found it
 
 
 CheckFn = Callable[["Submission", "AuditOptions"], Iterable[Finding]]

@@ -12,7 +12,7 @@ from audits.legality import apis, operators, shapes
 from audits.legality.program import ClassInfo, Function
 from audits.legality.values import (
     BLOB, EMPTY, GEN, GRAD, HASH, HOOK, LOSSFN, MODEL, OPTIM, PROB, STAT, TARGET, Event, Taint,
-    data_roots, has_data, kinds, loss_data, objref, substitute,
+    data_roots, has_data, keyed, kinds, loss_data, objref, substitute,
 )
 
 _SILENT = {"print", "super", "setattr", "delattr", "vars", "locals", "globals", "exec", "eval",
@@ -129,7 +129,7 @@ def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
     if name in apis.LOSS_MODULES:
         return frozenset({LOSSFN})
     if name in apis.HASH_CALLS:
-        return union | {HASH}
+        return union | {HASH} | keyed(union, site)
     if name in apis.REDUCE_CALLS:
         return union | {STAT}
     if name in apis.DECOMPRESS_CALLS:

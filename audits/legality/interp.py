@@ -17,7 +17,7 @@ from audits.legality import apis, env, imports, operators, order, shapes, syntax
 from audits.legality.program import ClassInfo, Function, Program, compound_blocks
 from audits.legality.values import (
     BLOB, EMPTY, GRAD, HASH, INDICATOR, MASK, MODEL, OPTIM, PROB, STAT, TARGET, Event, Site, Taint,
-    data_roots, has_data, kinds, loss_data,
+    data_roots, has_data, keyed, kinds, loss_data,
 )
 
 # What an attribute keeps wherever it is read: where data came from and what objects it holds.
@@ -595,9 +595,9 @@ class FunctionWalk:
         taint = env.derived(left | right)
         op = node.operator
         if isinstance(op, (cst.BitXor, cst.LeftShift, cst.RightShift)):
-            taint |= {HASH}
+            taint |= {HASH} | keyed(left | right, self.site(node))
         elif isinstance(op, cst.Multiply) and (operators.big_int(node.left) or operators.big_int(node.right)):
-            taint |= {HASH}
+            taint |= {HASH} | keyed(left | right, self.site(node))
         # `& mask` and `% size` keep a hash in range; alone they only wrap an index around
         elif isinstance(op, (cst.BitAnd, cst.Modulo)) and HASH in taint:
             taint |= {HASH}

@@ -35,6 +35,7 @@ class Verdict:
     detail: str = ""  # what the reading names (the call, the serializer)
     settings: tuple[str, ...] = ()  # it runs only when these settings are not their defaults
     ungated: Severity | None = None  # the severity it has when those settings are as the run set them
+    origin: Site | None = None  # what makes it so (the key hashed from the target, the call passing val data)
     side_script: bool = False  # in a script the entry point does not run
     unreachable: bool = False  # in code the entry point never reaches
 
@@ -173,15 +174,21 @@ def _score(e: Event) -> list[Verdict]:
 
 def _lookup(e: Event) -> list[Verdict]:
     if TARGET in e.taint:
-        return [Verdict("NGRAM_TARGET_IN_KEY", "target_in_key", FAIL, e.site)]
+        made = sorted((label[1] for label in kinds(e.taint, "keyed")), key=_line)
+        return [Verdict("NGRAM_TARGET_IN_KEY", "target_in_key", FAIL, e.site, origin=made[0] if made else None)]
     if "module" in e.flags:
         return []
     return [Verdict("NGRAM_TARGET_IN_KEY", "context_key", INFO, e.site)]
 
 
+def _line(site: Site) -> tuple:
+    at = site.position()
+    return (site.inner_fn.script.rel, at.start.line if at else 0)
+
+
 def _calib(e: Event) -> list[Verdict]:
     if _val(e.taint):
-        return [Verdict("GPTQ_CALIB_ON_VAL", "on_validation", FAIL, e.site)]
+        return [Verdict("GPTQ_CALIB_ON_VAL", "on_validation", FAIL, e.site, origin=e.entered)]
     if TRAIN in e.taint:
         return [Verdict("GPTQ_CALIB_ON_VAL", "on_training", INFO, e.site)]
     if GEN in e.taint:

@@ -21,6 +21,7 @@ Labels are tuples whose first item is the kind:
   ("gate", site, how)            read from the scored token: a "lookup" (table[target]) or a
                                  "compare" (target < k)
   ("bytes", site) ("gated", site) ("select", site) ("filled", site)
+  ("keyed", site)                a hash key first combined with the scored token at `site`
   ("blob",)                      bytes decompressed from a blob (a payload of the artifact)
 """
 
@@ -119,12 +120,16 @@ class Event:
     detail: str = ""
     flags: frozenset = frozenset()
     other: Site | None = None  # judgment: the second operation (e.g. the score after an update)
+    entered: Site | None = None  # the call that passed the validation data in, where it came in so
 
     def moved(self, call: Site, args: list[Taint]) -> Event:
-        return dataclasses.replace(self, site=self.site.moved(call),
-                                   taint=substitute(self.taint, args, call, self.site.fn),
+        taint = substitute(self.taint, args, call, self.site.fn)
+        entered = self.entered
+        if entered is None and VAL in taint and VAL not in self.taint:
+            entered = call  # a helper that is legal on other data is made a violation by this call
+        return dataclasses.replace(self, site=self.site.moved(call), taint=taint,
                                    state=substitute(self.state, args, call, self.site.fn),
-                                   other=self.other.moved(call) if self.other else None)
+                                   other=self.other.moved(call) if self.other else None, entered=entered)
 
 
 def switches(*events: Event) -> frozenset:
@@ -195,6 +200,14 @@ def objref(taint: Taint) -> Taint:
         elif label[0] in ("obj", "param"):
             out.add(("objref", label))
     return frozenset(out)
+
+
+def keyed(taint: Taint, site: Site) -> Taint:
+    """A hash of `taint`: marked where the scored token first enters the key, the line that
+    shows an answer-keyed table (the reads come later, often many lines away)."""
+    if TARGET in taint and not kinds(taint, "keyed"):
+        return frozenset({("keyed", site)})
+    return EMPTY
 
 
 def substitute(taint: Taint, args: list[Taint], call: Site, callee) -> Taint:

@@ -71,33 +71,45 @@ def _finding(sub, result, v, turned_on=(), also=()):
     script = v.site.inner_fn.script
     at = v.site.position()
     line = at.start.line if at else None
+    words = WORDS[v.rule][v.kind]
+    # what makes it so (where the key took the target, the call that passed validation data in),
+    # when the analysis found it and the rule has words for it, is the place the finding names
+    made = v.origin.position() if v.origin is not None and words.origin else None
+    named_script = v.origin.inner_fn.script if made is not None else script
+    named = made or at
+    here = "" if script is named_script else f"{script.rel}:"
     other_line = None
-    evidence = [_excerpt(script, at)] if at else []
+    evidence = [_excerpt(script, at, here)] if at else []
     more = sorted({a.start.line: a for a in (u.site.position() for u in also) if a is not None
                    and a.start.line != line}.items())
-    evidence += [_excerpt(script, a) for _, a in more]
+    evidence += [_excerpt(script, a, here) for _, a in more]
+    if made is not None and (here or made.start.line != line):
+        evidence.insert(0, _excerpt(named_script, made))
     if v.other is not None:
         other_script = v.other.inner_fn.script
         other_at = v.other.position()
         if other_at is not None:
             other_line = other_at.start.line
-            where = "" if other_script is script else f"{other_script.rel}:"
+            where = "" if other_script is named_script else f"{other_script.rel}:"
             evidence.append(_excerpt(other_script, other_at, where))
     call_at = v.site.call_position()
-    if call_at is not None and call_at.start.line != line:
+    if call_at is not None and call_at.start.line not in (line, made and made.start.line):
         evidence.append(f"(reached through the call at line {call_at.start.line})")
-    words = WORDS[v.rule][v.kind]
     message = words.message.format(at=f"line {line}", other=f"line {other_line}", detail=v.detail)
     if more:
         message += f" (the same at line{'s' if len(more) > 1 else ''} {', '.join(str(n) for n, _ in more)})"
+    if made is not None:
+        origin = f"{named_script.rel}:{made.start.line}" if here else f"line {made.start.line}"
+        message += f" ({words.origin.format(origin=origin)})"
     message += _notes(v)
     if turned_on:
         message += f" (the run turned it on: {'; '.join(turned_on)})"
     source = ROWS[v.rule].primary_source + (f"; contested, see {words.link}" if words.link else "")
-    shipped = sub.scripts.get(script.rel)
-    return found(v.rule, message, severity=v.severity, file=script.rel, line=line,
-                 column=at.start.column if at else None, evidence="\n".join(evidence),
-                 hint=words.hint, via=shipped.via(line) if shipped is not None else None,
+    shipped = sub.scripts.get(named_script.rel)
+    place = named.start if named else None
+    return found(v.rule, message, severity=v.severity, file=named_script.rel, line=place and place.line,
+                 column=place and place.column, evidence="\n".join(evidence),
+                 hint=words.hint, via=shipped.via(place.line) if shipped is not None and place else None,
                  source=source, confidence="medium" if words.link else "high")
 
 

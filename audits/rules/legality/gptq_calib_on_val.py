@@ -16,7 +16,8 @@ WORDS = words(
     on_validation=Words(
         "quantization calibration at {at} runs the model on validation tokens",
         "Calibrate on training batches inside the training budget, or on text the model generates "
-        "itself."),
+        "itself.",
+        origin="the validation tokens are passed in by the call at {origin}"),
     on_training=Words("quantization calibrated on training data at {at}"),
     on_generated=Words("quantization calibrated on self-generated tokens at {at}"),
 )
@@ -38,5 +39,7 @@ def gptq_calib_on_val(sub, options):
     Known limits: calibration is recognised by forward-hook registration or an outer-product
     accumulation; a calibration that reads activations some other way is not seen. Whether
     training-data calibration fits in the training budget is GPTQ_CALIB_AFTER_BUDGET's question.
+    A collector that is legal on other data is reported at the call that passes it validation
+    tokens, its forward pass following in the evidence.
     """
     yield from findings(sub, "GPTQ_CALIB_ON_VAL")

@@ -17,7 +17,8 @@ WORDS = words(
         "the table read at {at} uses a key hashed from the token being scored, so only that token's "
         "entry is looked up",
         "Hash the context only, read a distribution over the whole vocabulary (or a hint token), "
-        "renormalize, then evaluate it at the target."),
+        "renormalize, then evaluate it at the target.",
+        origin="its key takes the scored token at {origin}"),
     context_key=Words("n-gram table read at {at} with a key hashed from the context only"),
 )
 
@@ -40,5 +41,7 @@ def ngram_target_in_key(sub, options):
 
     Known limits: the scored token is recognised from losses, gathers and shifted slices in the
     same function or passed in as an argument; a target recovered some other way is not seen.
+    The finding names the line where the scored token enters the key (when that line is in the
+    script of the reads), the reads following in its message and evidence.
     """
     yield from findings(sub, "NGRAM_TARGET_IN_KEY")

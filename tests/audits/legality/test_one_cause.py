@@ -10,7 +10,7 @@ from support import audit_findings, by_rule, good_folder_files, write_folder
 XOR_KEY = (Path(__file__).parents[2] / "fixtures" / "legality" / "ngram_xor_key.py").read_text(encoding="utf-8")
 # the answer-keyed table read on two lines of the scoring function, not one
 TWO_READS = XOR_KEY.replace(
-    "        p_ng = full_counts[full_key] / np.maximum(ctx_counts[ctx_key], 1.0)  # expect: NGRAM_TARGET_IN_KEY FAIL\n",
+    "        p_ng = full_counts[full_key] / np.maximum(ctx_counts[ctx_key], 1.0)\n",
     "        hits = full_counts[full_key]\n"
     "        seen = full_counts[full_key] > 0\n"
     "        p_ng = np.where(seen, hits, 0.0) / np.maximum(ctx_counts[ctx_key], 1.0)\n")
@@ -26,6 +26,9 @@ def test_reads_of_one_answer_keyed_table_are_one_finding_with_every_line(tmp_pat
                     if v.kind == "target_in_key"})
     assert len(lines) >= 2  # the analysis reads two places
     [finding] = by_rule(audit_findings(folder), "NGRAM_TARGET_IN_KEY", "FAIL")
-    assert finding.line == lines[0]
+    key_line = 1 + TWO_READS.split("\n").index("        full_key = (ctx_hash ^ (tgt_np * PRIMES[0])) & mask  "
+                                                "# expect: NGRAM_TARGET_IN_KEY FAIL")
+    assert finding.line == key_line  # the finding names where the target enters the key
+    assert f"the table read at line {lines[0]} " in finding.message
     assert all(f"{n}: " in finding.evidence for n in lines)
     assert f"the same at line{'s' if len(lines) > 2 else ''} {', '.join(map(str, lines[1:]))}" in finding.message
