@@ -154,7 +154,14 @@ def unwrap(text: str) -> str | None:
 
 
 def compact_form(source: str) -> str:
-    """The smallest self-extracting form pgolf builds: minified when the source tokenizes here."""
+    """The smallest self-extracting form pgolf builds: minified when the source tokenizes here.
+
+    A source that is already such a wrapper (the packaged train_gpt.py counting itself as it
+    runs) is counted through its payload: wrapping base85 text again only adds bytes (35,087 ->
+    36,124 on the record bundle), so the smaller of it and the payload's own form is the count."""
+    payload = unwrap(source)
+    if payload is not None:
+        return min(source, compact_form(payload), key=len)
     try:
         body = minify(source)
     except MinifyError:

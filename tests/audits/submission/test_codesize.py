@@ -91,3 +91,15 @@ def test_untokenizable_source_raises_minify_error_and_is_wrapped_raw():
     with pytest.raises(MinifyError):
         minify('x = "unterminated\n')
     assert wrap("x = (\n").startswith("import lzma")
+
+
+def test_a_wrapper_counts_as_itself_not_wrapped_again():
+    # The packaged train_gpt.py counts its own bytes when it runs: lzma gains nothing on base85
+    # text, so wrapping the wrapper would count more bytes than the file has.
+    source = "".join(f"value_{i} = {i} * {i}\n" for i in range(3000))
+    wrapped = compact_form(source)
+    assert compact_form(wrapped) == wrapped
+    assert len(wrap(minify(wrapped))) > len(wrapped)  # what was counted before
+    assert counted_bytes(wrapped.encode(), wrapped) == len(wrapped)
+    padded = wrap(source)  # a wrapper of an unminified payload counts as the minified form
+    assert compact_form(padded) == wrapped
