@@ -18,7 +18,8 @@ from pathlib import Path
 import click
 
 from pgolf_cli.errors import PgolfError
-from trainer.config import PRESETS, env_name, fields, format_value, load_config
+from trainer.config import (PRESETS, env_name, fields, format_value, load_config,
+                            record_settings)
 from trainer.errors import TrainerError
 
 
@@ -76,6 +77,10 @@ def run_training(overrides: dict[str, str], out_dir: Path | None = None, nproc: 
                  bundle: bool = True, on_line: Callable[[str], None] | None = None) -> Path:
     """Check the input, bundle train_gpt.py into the run folder, run it; returns the run folder.
 
+    With GPUs the bundle is the record bundle for these settings (only the code the run reaches,
+    what `pgolf package` ships); on a CPU it is the full bundle, with the live progress display
+    and the checks a person at a terminal wants (CPU runs are never records).
+
     `overrides` are settings by their env names and win over the environment. Bad input or a
     failed run ends the command: PgolfError, or exit status 2 once the run printed its own line.
     `on_line` gets the run's console lines as they come instead of the terminal (train.log has
@@ -91,7 +96,8 @@ def run_training(overrides: dict[str, str], out_dir: Path | None = None, nproc: 
         preflight(cfg)
     except TrainerError as exc:
         raise PgolfError(str(exc)) from None
-    nproc = nproc if nproc is not None else max(_gpu_count(), 1)
+    gpus = _gpu_count()
+    nproc = nproc if nproc is not None else max(gpus, 1)
     if nproc < 1 or REFERENCE_WORLD_SIZE % nproc:
         raise PgolfError(f"--nproc {nproc} must divide {REFERENCE_WORLD_SIZE} (1, 2, 4 or 8)")
     out_dir = out_dir or Path("runs") / cfg.run_id
@@ -102,7 +108,7 @@ def run_training(overrides: dict[str, str], out_dir: Path | None = None, nproc: 
         target = ["-m", "trainer"]
     else:
         try:
-            write_bundle(out_dir / "train_gpt.py")
+            write_bundle(out_dir / "train_gpt.py", settings=record_settings(cfg) if gpus else None)
         except TrainerError as exc:
             raise PgolfError(str(exc)) from None
         target = [str(out_dir / "train_gpt.py")]

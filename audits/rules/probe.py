@@ -25,15 +25,28 @@ RULES = rules(
 )
 
 
-@functools.lru_cache(maxsize=1)
-def bundle_hashes() -> dict[str, str]:
+@functools.lru_cache(maxsize=4)
+def bundle_hashes(pinned: tuple[tuple[str, object], ...] | None = None) -> dict[str, str]:
     """sha256 -> description of the train_gpt.py this pgolf version builds, raw and in its
-    compact self-extracting form (what `pgolf package` may ship)."""
+    compact self-extracting form (what `pgolf package` may ship): the full bundle, or with
+    `pinned` the record bundle for those settings."""
     from trainer.bundle import build_bundle  # the bundler of `pgolf train`
     from trainer.codesize import compact_form
-    source = build_bundle()
-    return {hashlib.sha256(source.encode()).hexdigest(): "the bundle",
-            hashlib.sha256(compact_form(source).encode()).hexdigest(): "the bundle's compact form"}
+    source = build_bundle(settings=None if pinned is None else dict(pinned))
+    name = "the bundle" if pinned is None else "the record bundle"
+    return {hashlib.sha256(source.encode()).hexdigest(): name,
+            hashlib.sha256(compact_form(source).encode()).hexdigest(): f"{name}'s compact form"}
+
+
+def known_hashes(source: str | None) -> dict[str, str]:
+    """The builds a shipped source may be: the full bundle, and the record bundle for the
+    settings it names as pinned (read statically, never run)."""
+    from trainer.bundle import pinned_settings
+    pinned = pinned_settings(source) if source else None
+    known = dict(bundle_hashes())
+    if pinned is not None:
+        known.update(bundle_hashes(tuple(sorted(pinned.items()))))
+    return known
 
 
 @functools.lru_cache(maxsize=1)
@@ -76,7 +89,7 @@ def eval_causality_probe(sub, options):
                     severity=Severity.INFO, unchecked=True)
         return
     shipped = hashlib.sha256(script.data).hexdigest()
-    known = bundle_hashes()
+    known = known_hashes(script.source)
     if shipped not in known:
         yield found("EVAL_CAUSALITY_PROBE", f"{ENTRY_SCRIPT} is not the bundle this pgolf version "
                     "builds: the probes vouch only for pgolf's own evaluation, so they were not run",

@@ -53,3 +53,22 @@ def test_an_existing_run_folder_is_not_overwritten(data_dir, tmp_path):
 def test_set_needs_name_and_value(data_dir):
     result = run("--preset", "tiny", "--data-dir", str(data_dir), "--set", "SEED")
     assert result.exit_code == 2 and "is not NAME=VALUE" in result.output
+
+
+@pytest.mark.slow
+def test_with_gpus_the_run_folder_gets_the_record_bundle(data_dir, tmp_path, monkeypatch):
+    """Where GPUs are seen, `pgolf train` writes the record bundle of the run's settings (the
+    run itself here is on the CPU: one process, two steps, no export)."""
+    from pgolf_cli import train_cmd
+    from trainer.bundle import build_bundle
+    from trainer.config import load_config, record_settings
+
+    monkeypatch.setattr(train_cmd, "_gpu_count", lambda: 1)  # the hardware is the boundary
+    settings = {"PRESET": "tiny", "ITERATIONS": "2", "WARMUP_STEPS": "0", "PREQUANT_ONLY": "1"}
+    result = run("--data-dir", str(data_dir), *[a for k, v in settings.items() for a in ("--set", f"{k}={v}")],
+                 "--out", str(tmp_path / "r"), env={"OMP_NUM_THREADS": "1"})
+    assert result.exit_code == 0, result.output
+    shipped = (tmp_path / "r" / "train_gpt.py").read_text()
+    expected = build_bundle(settings=record_settings(load_config({**settings, "DATA_DIR": str(data_dir)})))
+    assert shipped == expected and "\nPINNED: dict[str, Any] = {'" in shipped
+    assert "def start_progress" not in shipped and "def start_progress" in build_bundle()

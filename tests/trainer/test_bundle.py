@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from trainer.bundle import build_bundle, package_dir
+from trainer.bundle import build_bundle, package_dir, pinned_settings
+from trainer.codesize import compact_form
+from trainer.config import PER_RUN, load_config, record_settings
 from trainer.errors import TrainerError
 
 # Standard-library names that Python 3.10 lacks (added in 3.11 or later).
@@ -182,3 +184,119 @@ def test_what_a_run_never_reads_is_left_out(bundle_text):
     # A setting's reason is only listed by `pgolf train --list-settings`, from the package.
     assert "    seed: int = knob(1337, \"\")\n" in bundle_text
     assert "Seeds the weights" not in bundle_text
+
+
+FOLDED = '''\
+    from trainer.extras import EXTRAS
+
+    PINNED: dict = {}
+
+    def show():
+        return "shown"
+
+    def helper_on():
+        return "on"
+
+    def helper_off():
+        return "off"
+
+    def chosen(cfg, seen):
+        if EXTRAS:
+            seen.append(show())
+        if cfg.feature and cfg.level >= 2:
+            return helper_on()
+        elif cfg.mode == "x":
+            return "x"
+        else:
+            return helper_off()
+
+    def width(cfg):
+        return 1 if not cfg.feature else 2
+
+    def undecided(run, x):
+        if x is not None and run.cfg.feature:
+            return 3
+        return 4
+
+    def dropped(cfg):
+        return 5 if cfg.other else 6
+
+    def f(cfg, seen):
+        return (chosen(cfg, seen), width(cfg), undecided(cfg, None)), PINNED
+'''
+
+
+def _run_bundle(text, **cfg):
+    namespace: dict = {"__name__": "bundle"}
+    exec(compile(text, "bundle", "exec"), namespace)
+    seen: list = []
+    config = type("Cfg", (), {"cfg": None, **cfg})()
+    values, pinned = namespace["f"](config, seen)
+    return values, seen, pinned
+
+
+MAIN_F = MAIN.replace("return f()", "return f")
+
+
+def test_record_bundle_folds_settings_and_extras(tmp_path):
+    src = _package(tmp_path, {"main": MAIN_F, "a": FOLDED, "extras": "EXTRAS = True\n"})
+    cfg = {"feature": True, "level": 3, "mode": "y", "other": False}
+    full = build_bundle(src)
+    assert _run_bundle(full, **cfg) == (("on", 2, 4), ["shown"], {})
+    record = build_bundle(src, settings=cfg)
+    # EXTRAS is False: `show` is left out; the branch taken stays, the others and what only they
+    # reached go; only the settings that decided a kept fold are pinned (`mode` was never read,
+    # `other` only in `dropped`, which nothing calls).
+    assert _run_bundle(record, **cfg) == (("on", 2, 4), [], {"feature": True, "level": 3})
+    for gone in ("def show", "def helper_off", "EXTRAS", '"x"', "def dropped"):
+        assert gone not in record, gone
+    assert "if x is not None and run.cfg.feature:" in record  # not decided by settings alone
+    off = {**cfg, "feature": False, "mode": "x"}
+    record = build_bundle(src, settings=off)
+    assert _run_bundle(record, **off) == (("x", 1, 4), [], {"feature": False, "mode": "x"})
+    assert "def helper_on" not in record and "def helper_off" not in record
+    assert "if x is not None" not in record  # `... and False` is falsy whatever x is
+
+
+def test_record_bundle_keeps_what_runs_when_defined(tmp_path):
+    """Decorated definitions and statements with effects are kept even when nothing names them."""
+    a = ('import functools\n\nREGISTRY = []\n\ndef register(fn):\n    REGISTRY.append(fn.__name__)\n'
+         '    return fn\n\n@register\ndef hook():\n    pass\n\nprint("loaded")\n\n'
+         'def f(cfg, seen):\n    return REGISTRY\n')
+    src = _package(tmp_path, {"main": MAIN_F, "a": a + "PINNED: dict = {}\n"})
+    record = build_bundle(src, settings={})
+    assert "import functools" not in record and "def hook" in record and 'print("loaded")' in record
+
+
+@pytest.fixture(scope="module")
+def record_text():
+    return build_bundle(settings=record_settings(load_config({})))
+
+
+def test_the_record_bundle_is_the_trainer_less_what_the_record_never_runs(bundle_text, record_text):
+    tree = ast.parse(record_text, feature_version=(3, 10))
+    roots = {name.split(".")[0] for name in _names_used(tree)}
+    assert not {"trainer", "pgolf_cli", "audits"} & roots
+    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    full = {n.name for n in ast.parse(bundle_text).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    assert defined < full
+    # The live display, the repeated preflight and COMPRESSOR=best are left out; the run's own
+    # path (training, GPTQ, fitting the cap, sliding and TTT evaluation) is there.
+    assert {"start_progress", "preflight", "_validate", "_best_method"} <= full - defined
+    assert {"train", "quantize_gptq", "fit_to_budget", "eval_ttt", "find_data", "main"} <= defined
+    pinned = pinned_settings(record_text)
+    assert pinned["ttt_enabled"] is True and pinned["compressor"] == "brotli"
+    assert not PER_RUN & set(pinned)  # the seeds of one submission share one file
+    assert pinned_settings(bundle_text) == {}
+    assert build_bundle(settings=pinned) == record_text  # what the audit's probe rebuilds
+    assert len(compact_form(record_text)) < len(compact_form(bundle_text))
+
+
+def test_the_record_bundle_refuses_another_value_of_a_pinned_setting(record_text, tmp_path):
+    script = tmp_path / "train_gpt.py"
+    script.write_text(record_text)
+    result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                            env={"PATH": "/usr/bin:/bin", "TTT_ENABLED": "0"})
+    assert result.returncode == 2
+    assert result.stderr == ("train_gpt: TTT_ENABLED=False: this train_gpt.py was built for True and "
+                             "holds only that code; pgolf train builds one for these settings\n")

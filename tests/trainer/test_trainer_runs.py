@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from audits.submission.logparse import parse_log
-from trainer.config import load_config
+from trainer.bundle import write_bundle
+from trainer.config import load_config, record_settings
 from trainer.model import GPT
 from trainer.shards import write_shard
 from trainer_support import clean_env, run_trainer
@@ -64,6 +65,25 @@ def test_bundle_and_package_give_the_same_losses(bundled_run, data_dir, tmp_path
     package = _losses((tmp_path / "train.log").read_text())
     bundle = _losses((bundled_run / "run" / "train.log").read_text())
     assert len(package) == len(bundle) > STEPS // 10 and package == bundle
+
+
+@pytest.mark.slow
+def test_record_bundle_trains_like_the_full_one(bundled_run, data_dir, tmp_path):
+    """The record bundle for the run's settings (what `pgolf train` writes on a GPU machine),
+    with its folds, its extras left out and its settings pinned, gives the same losses in
+    training and in every phase of the export's evaluation."""
+    script = tmp_path / "train_gpt.py"
+    text = write_bundle(script, settings=record_settings(load_config(
+        {"PRESET": "tiny", "ITERATIONS": str(STEPS)})))
+    assert len(text) < len((bundled_run / "run" / "train_gpt.py").read_text())
+    env = clean_env(PRESET="tiny", DATA_DIR=data_dir, ITERATIONS=STEPS, OUT_DIR=tmp_path)
+    result = run_trainer([str(script)], env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    record = (tmp_path / "train.log").read_text()
+    full = (bundled_run / "run" / "train.log").read_text()
+    assert len(_losses(record)) == len(_losses(full)) > STEPS // 10
+    assert _losses(record) == _losses(full)
+    assert re.findall(r"val_bpb:(\S+)", record) == re.findall(r"val_bpb:(\S+)", full)
 
 
 @pytest.mark.slow

@@ -33,7 +33,8 @@ def seams(monkeypatch):
     runs_result = [ProbeResult(c, p, True, "ok") for c in ("C1", "C3", "C4")
                    for p in ("quantized", "quantized_ttt")]
     monkeypatch.setattr(probe_check, "bundle_hashes",
-                        lambda: {hashlib.sha256(BUNDLE.encode()).hexdigest(): "the bundle"})
+                        lambda pinned=None: {} if pinned is not None else
+                        {hashlib.sha256(BUNDLE.encode()).hexdigest(): "the bundle"})
     monkeypatch.setattr(probe_check, "probe_results", results)
     return runs, runs_result
 
@@ -75,11 +76,18 @@ def test_a_failed_probe_is_a_fail_finding(tmp_path, seams):
 
 
 @pytest.mark.slow
-def test_a_folder_shipping_this_pgolf_bundle_is_really_probed(tmp_path):
-    """No stand-ins: the bundle `pgolf train` would write, and the probes on pgolf's own code."""
+@pytest.mark.parametrize("record", [False, True])
+def test_a_folder_shipping_this_pgolf_bundle_is_really_probed(tmp_path, record):
+    """No stand-ins: the bundle `pgolf train` would write (the full one, or the record one for
+    the record settings in the self-extracting form `pgolf package` ships), and the probes on
+    pgolf's own code."""
     from trainer.bundle import build_bundle
+    from trainer.codesize import compact_form
+    from trainer.config import load_config, record_settings
     probe_check.probe_results.cache_clear()
-    code, findings = _audit(_folder(tmp_path, build_bundle()), "--probe")
+    shipped = compact_form(build_bundle(settings=record_settings(load_config({})))) if record \
+        else build_bundle()
+    code, findings = _audit(_folder(tmp_path, shipped), "--probe")
     assert code == 0, findings
     assert [f["severity"] for f in findings] == ["INFO"]
     assert "21 probes passed (C1, C3, C4 on quantized, quantized_sliding_window, quantized_ttt)" \
