@@ -10,9 +10,13 @@ from audits.legality import analyse_sources
 
 
 @pytest.mark.slow
-def test_the_bundled_trainer_has_no_legality_problem():
+@pytest.mark.parametrize("record", [False, True])
+def test_the_bundled_trainer_has_no_legality_problem(record):
+    """The full bundle, and the record bundle for the record settings (what a GPU run ships)."""
     bundle = pytest.importorskip("trainer.bundle")
-    result = analyse_sources((("train_gpt.py", bundle.build_bundle()),))
+    from trainer.config import load_config, record_settings
+    settings = record_settings(load_config({})) if record else None
+    result = analyse_sources((("train_gpt.py", bundle.build_bundle(settings=settings)),))
     assert result.unparsed == {}
     problems = [(v.rule, v.severity.name, v.kind) for v in result.verdicts if v.severity > Severity.INFO]
     assert problems == []
