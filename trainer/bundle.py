@@ -406,7 +406,7 @@ class _Fold(cst.CSTTransformer):
         super().__init__()
         self.settings = dict(settings)
         self.read: dict[str | None, dict[str, Any]] = {}  # top-level name (None: no def) -> reads
-        self._elifs: set[int] = set()
+        self._elifs: dict[int, cst.If] = {}  # held, so no other node can take the same id
         self._owners: list[str] = []
 
     def pins(self, kept: set[str]) -> dict[str, Any]:
@@ -433,10 +433,10 @@ class _Fold(cst.CSTTransformer):
 
     def visit_If(self, node: cst.If) -> None:
         if isinstance(node.orelse, cst.If):
-            self._elifs.add(id(node.orelse))
+            self._elifs[id(node.orelse)] = node.orelse
 
     def leave_If(self, original: cst.If, updated: cst.If):
-        if id(original) in self._elifs:  # folded with the `if` it continues
+        if self._elifs.get(id(original)) is original:  # folded with the `if` it continues
             return updated
         return self._fold_if(updated)
 
@@ -461,9 +461,14 @@ class _Fold(cst.CSTTransformer):
 
     def leave_IndentedBlock(self, original: cst.IndentedBlock,
                             updated: cst.IndentedBlock) -> cst.IndentedBlock:
-        if updated.body:
-            return updated
-        return updated.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
+        """No empty block; nothing after a folded-in `return` (or raise, break, continue)."""
+        body = list(updated.body)
+        for i, stmt in enumerate(body):
+            if isinstance(stmt, cst.SimpleStatementLine) and isinstance(
+                    stmt.body[-1], (cst.Return, cst.Raise, cst.Break, cst.Continue)):
+                body = body[:i + 1]
+                break
+        return updated.with_changes(body=body or [cst.SimpleStatementLine([cst.Pass()])])
 
     def _decide(self, test: cst.BaseExpression) -> bool | None:
         read: dict[str, Any] = {}

@@ -221,8 +221,16 @@ FOLDED = '''\
     def dropped(cfg):
         return 5 if cfg.other else 6
 
+    def after_return():
+        return "after"
+
+    def early(cfg):
+        if cfg.feature:
+            return "early"
+        return after_return()
+
     def f(cfg, seen):
-        return (chosen(cfg, seen), width(cfg), undecided(cfg, None)), PINNED
+        return (chosen(cfg, seen), width(cfg), undecided(cfg, None), early(cfg)), PINNED
 '''
 
 
@@ -242,18 +250,19 @@ def test_record_bundle_folds_settings_and_extras(tmp_path):
     src = _package(tmp_path, {"main": MAIN_F, "a": FOLDED, "extras": "EXTRAS = True\n"})
     cfg = {"feature": True, "level": 3, "mode": "y", "other": False}
     full = build_bundle(src)
-    assert _run_bundle(full, **cfg) == (("on", 2, 4), ["shown"], {})
+    assert _run_bundle(full, **cfg) == (("on", 2, 4, "early"), ["shown"], {})
     record = build_bundle(src, settings=cfg)
     # EXTRAS is False: `show` is left out; the branch taken stays, the others and what only they
     # reached go; only the settings that decided a kept fold are pinned (`mode` was never read,
     # `other` only in `dropped`, which nothing calls).
-    assert _run_bundle(record, **cfg) == (("on", 2, 4), [], {"feature": True, "level": 3})
-    for gone in ("def show", "def helper_off", "EXTRAS", '"x"', "def dropped"):
+    assert _run_bundle(record, **cfg) == (("on", 2, 4, "early"), [], {"feature": True, "level": 3})
+    # Nothing after a folded-in return: `after_return` is named only there.
+    for gone in ("def show", "def helper_off", "EXTRAS", '"x"', "def dropped", "after_return"):
         assert gone not in record, gone
     assert "if x is not None and run.cfg.feature:" in record  # not decided by settings alone
     off = {**cfg, "feature": False, "mode": "x"}
     record = build_bundle(src, settings=off)
-    assert _run_bundle(record, **off) == (("x", 1, 4), [], {"feature": False, "mode": "x"})
+    assert _run_bundle(record, **off) == (("x", 1, 4, "after"), [], {"feature": False, "mode": "x"})
     assert "def helper_on" not in record and "def helper_off" not in record
     assert "if x is not None" not in record  # `... and False` is falsy whatever x is
 

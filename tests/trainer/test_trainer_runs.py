@@ -86,6 +86,28 @@ def test_record_bundle_trains_like_the_full_one(bundled_run, data_dir, tmp_path)
     assert re.findall(r"val_bpb:(\S+)", record) == re.findall(r"val_bpb:(\S+)", full)
 
 
+# Every setting a record bundle folds, the other way from the tiny preset.
+FEATURES_OFF = {"TTT_ENABLED": "0", "SLIDING_WINDOW_ENABLED": "0", "GPTQ_ENABLED": "0", "NUM_LOOPS": "0",
+                "TIE_EMBEDDINGS": "0", "SKIP_GATES_ENABLED": "0", "LN_SCALE": "0", "GRAD_CLIP_NORM": "0",
+                "EMA_DECAY": "0", "COMPRESSOR": "lzma", "WARMUP_STEPS": "0"}
+
+
+@pytest.mark.slow
+def test_record_bundle_with_features_off_trains_like_the_package(data_dir, tmp_path):
+    settings = {"PRESET": "tiny", "ITERATIONS": str(STEPS), **FEATURES_OFF}
+    script = tmp_path / "record" / "train_gpt.py"
+    script.parent.mkdir()
+    text = write_bundle(script, settings=record_settings(load_config(settings)))
+    assert "def eval_ttt" not in text and "def collect_hessians" not in text
+    logs = []
+    for out, args in ((tmp_path / "record", [str(script)]), (tmp_path / "package", ["-m", "trainer"])):
+        result = run_trainer(args, clean_env(DATA_DIR=data_dir, OUT_DIR=out, **settings))
+        assert result.returncode == 0, result.stderr[-3000:]
+        logs.append((out / "train.log").read_text())
+    record, package = (_losses(log) for log in logs)
+    assert len(record) > STEPS // 10 and record == package
+
+
 @pytest.mark.slow
 def test_two_gloo_processes_train_like_one(data_dir, tmp_path):
     """World 2 with 4 accumulation steps reaches the same weights as world 1 with 8: DDP
