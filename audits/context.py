@@ -39,9 +39,11 @@ class AuditOptions:
     baseline: Baseline | None = None
     p_threshold: float = 0.01
     base_ref: str | None = None
+    changed_files: tuple[tuple[str, str], ...] | None = None  # the PR's change, from --changed-files
     smoke: bool = False
     smoke_forward: bool = False
     probe: bool = False  # run the causality probes on pgolf's own evaluation (--probe)
+    waiver_comments: bool = True  # honour `# pgolf: waive` comments in the submission's code
 
     def selected(self, rule_id: str) -> bool:
         """Whether the rule runs: chosen by --only/--skip, and its option on where it needs one

@@ -10,6 +10,7 @@ from audits.context import AuditOptions
 from audits.findings import Finding, Severity
 from audits.registry import CHECKS, LEVELS, PASS, ROWS
 from audits.submission import Submission
+from audits.waivers import apply_waivers
 
 _ORDER = {Severity.FAIL: 0, Severity.WARN: 1, Severity.INFO: 2}
 
@@ -74,15 +75,9 @@ def audit_submission(sub: Submission, options: AuditOptions) -> SubmissionReport
         except Exception:  # a bug in pgolf: report it, keep the other checks' results
             last = traceback.format_exc().strip().splitlines()[-1]
             errors.append(f"internal error in the check of {rule_id}: {last}")
-    findings = [_waive(f, options.waivers) for f in findings]
+    findings = apply_waivers(findings, sub, options.waivers, options.waiver_comments)
     # The finding that decides the verdict first: by the level it pushes toward, then severity.
     findings.sort(key=lambda f: (LEVELS.index(level_of(f, options.strict)), _ORDER[f.severity],
                                  f.rule, f.file or "", f.line or 0))
     return SubmissionReport(sub, findings, errors)
 
-
-def _waive(finding: Finding, waivers) -> Finding:
-    reason = waivers.get(finding.rule)
-    if reason is None or finding.severity == Severity.INFO:
-        return finding
-    return dataclasses.replace(finding, waived=reason)

@@ -1,11 +1,17 @@
-"""Per-rule waivers: `--waive RULE_ID=reason` or a file of `RULE_ID: reason` lines."""
+"""Waivers, each with its reason: per rule for the whole audit (`[tool.pgolf.waivers]` in
+pyproject.toml, a file of `RULE_ID: reason` lines, `--waive RULE_ID=reason`, later ones winning),
+and per line from `# pgolf: waive RULE reason` comments in the submission's code."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 
 from audits import catalogue
-from audits.submission import InputError
+from audits.findings import Finding, Severity
+from audits.submission import InputError, Submission
+from audits.submission.inline_waivers import inline_waivers
 
 MAX_WAIVER_FILE = 64 * 1024
 
@@ -24,8 +30,12 @@ def parse_waiver(text: str, where: str) -> tuple[str, str]:
     return rule, reason
 
 
-def load_waivers(cli: tuple[str, ...], files: tuple[str, ...]) -> dict[str, str]:
+def load_waivers(cli: tuple[str, ...], files: tuple[str, ...],
+                 configured: Mapping[str, str] = {}, configured_at: str = "") -> dict[str, str]:
     waivers: dict[str, str] = {}
+    for rule, reason in configured.items():
+        rule, reason = parse_waiver(f"{rule}={reason}", f"{configured_at} [tool.pgolf.waivers]")
+        waivers[rule] = reason
     for path in files:
         p = Path(path)
         try:
@@ -43,3 +53,22 @@ def load_waivers(cli: tuple[str, ...], files: tuple[str, ...]) -> dict[str, str]
         rule, reason = parse_waiver(text, "--waive")
         waivers[rule] = reason
     return waivers
+
+
+def apply_waivers(findings: list[Finding], sub: Submission, waivers: Mapping[str, str],
+                  comments: bool = True) -> list[Finding]:
+    """`findings` with the waived ones marked with their reason: by `waivers`, and by the code's
+    waiver comments unless `comments` is off. INFO findings are never waived: they block nothing."""
+    by_place = {}
+    for w in inline_waivers(sub) if comments else ():
+        if w.rule in catalogue.BY_ID and w.reason:
+            by_place.setdefault((w.file, w.target, w.unwrapped, w.rule), w.reason)
+    out = []
+    for f in findings:
+        reason = waivers.get(f.rule)
+        if reason is None and f.file and f.line:
+            reason = by_place.get((f.file, f.line, f.via is not None, f.rule))
+        if reason is not None and f.severity > Severity.INFO:
+            f = dataclasses.replace(f, waived=reason)
+        out.append(f)
+    return out

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import re
 import sys
+import time
 from pathlib import Path
 
 import click
 
 from audits import api, catalogue
 from audits.context import DEFAULT_PYTHON, AuditOptions, Baseline
-from audits.report import FORMATS, console, rules
+from audits.report import FORMATS, console, rules, text
 from audits.submission import LOG_LIMIT, InputError, read_bounded
+from audits.submission.gitdiff import CHANGES_LIMIT, parse_changes
 from audits.submission.logparse import parse_log
 from audits.waivers import load_waivers
+from pgolf_cli import config
 from pgolf_cli.errors import PgolfError
 from pgolf_cli.files import write_atomic
 from pgolf_cli.smoke_option import resolve_smoke, smoke_option
@@ -29,13 +32,41 @@ def _rule_list(ctx, param, value: str | None) -> frozenset[str]:
     return frozenset(ids)
 
 
+def _parse_python(value: str) -> tuple[int, int] | None:
+    m = re.fullmatch(r"3\.(\d{1,2})", value.strip())
+    return (3, int(m.group(1))) if m and 8 <= int(m.group(1)) <= 15 else None
+
+
 def _python_version(ctx, param, value: str | None):
     if value is None:
         return None
-    m = re.fullmatch(r"3\.(\d{1,2})", value.strip())
-    if not m or not 8 <= int(m.group(1)) <= 15:
+    version = _parse_python(value)
+    if version is None:
         raise click.BadParameter(f"{value!r} is not a Python version from 3.8 to 3.15 (e.g. 3.10)")
-    return (3, int(m.group(1)))
+    return version
+
+
+def _records_folders(paths: tuple[str, ...]) -> tuple[str, ...]:
+    """The paths with each file inside a records folder (`records/track_*/NAME/...`) replaced by
+    that folder, once: what a pre-commit hook passes is the files a commit changes."""
+    out = []
+    for path in paths:
+        p = Path(path)
+        if p.is_file():
+            p = next((a for a in p.parents if a.parent.name.startswith("track_")
+                      and a.parent.parent.name == "records"), p)
+        if str(p) not in out:
+            out.append(str(p))
+    return tuple(out)
+
+
+def _configuration(paths: tuple[str, ...]) -> config.Config:
+    """The `[tool.pgolf]` table that governs every folder audited (one, or none)."""
+    found = [config.find(Path(p)) if Path(p).is_dir() else config.Config() for p in paths]
+    if any(c != found[0] for c in found):
+        raise PgolfError("these folders lie under different [tool.pgolf] configurations; "
+                         "audit them separately")
+    return found[0]
 
 
 def _baseline(bpb: str | None, run_logs: tuple[str, ...]) -> Baseline | None:
@@ -64,14 +95,49 @@ def _baseline(bpb: str | None, run_logs: tuple[str, ...]) -> Baseline | None:
     return None
 
 
+def _changed_files(path: str | None, base: str | None):
+    """The PR's changed paths from a file (`-`: standard input), bounded in size."""
+    if path is None:
+        return None
+    if base is not None:
+        raise PgolfError("give either --base or --changed-files, not both")
+    origin = "--changed-files " + ("(stdin)" if path == "-" else path)
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read(CHANGES_LIMIT + 1)
+            data, truncated = data[:CHANGES_LIMIT], len(data) > CHANGES_LIMIT
+        else:
+            data, truncated = read_bounded(Path(path), CHANGES_LIMIT)
+    except OSError as exc:
+        raise PgolfError(f"{origin}: cannot read it ({exc.strerror})") from None
+    if truncated:
+        raise PgolfError(f"{origin}: over {CHANGES_LIMIT // 2**20} MiB; give the PR's own list of paths")
+    try:
+        return tuple(parse_changes(data.decode("utf-8", "surrogateescape"), origin))
+    except InputError as exc:
+        raise PgolfError(str(exc)) from None
+
+
 @click.command("audit")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
-@click.option("--format", "fmt", type=click.Choice(["auto", "rich", "text", "json", "github", "markdown"]),
+@click.option("--format", "fmt",
+              type=click.Choice(["auto", "rich", "text", "json", "github", "markdown", "sarif"]),
               default="auto", show_default=True,
-              help="auto: rich on a terminal, text otherwise. json is the stable interface for tools.")
+              help="auto: rich on a terminal, text otherwise. json is the stable interface for tools; "
+                   "sarif (2.1.0) is for code scanning and editors; github annotates a workflow run.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=str),
               help="Write the report to this file instead of standard output.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Terminal report: only the verdicts, the FAIL and WARN findings and the summary line.")
+@click.option("-v", "--verbose", is_flag=True,
+              help="Terminal report: also each finding's source and the rules with nothing to report.")
 @click.option("--strict", is_flag=True, help="WARN findings also fail (exit 1).")
+@click.option("--exit-zero", is_flag=True,
+              help="Exit 0 even when findings fail the audit (2 still means bad input or an internal error).")
+@click.option("--no-config", is_flag=True,
+              help="Ignore [tool.pgolf] in pyproject.toml (e.g. when reviewing someone else's folder).")
+@click.option("--no-waiver-comments", is_flag=True,
+              help="Ignore `# pgolf: waive` comments in the submission's code (the author's own).")
 @click.option("--only", callback=_rule_list, metavar="RULE[,RULE...]", help="Run only these rules.")
 @click.option("--skip", callback=_rule_list, metavar="RULE[,RULE...]", help="Do not run these rules.")
 @click.option("--waive", multiple=True, metavar="RULE=REASON",
@@ -83,6 +149,10 @@ def _baseline(bpb: str | None, run_logs: tuple[str, ...]) -> Baseline | None:
 @click.option("--base", metavar="REF",
               help="PATH is a repository checkout: audit the records folder its HEAD adds over REF "
                    "and check that the change touches nothing else.")
+@click.option("--changed-files", metavar="FILE",
+              help="The PR's changed paths, one per line as `git diff --name-status` prints them "
+                   "(a bare path counts as added; - reads standard input): check the one-folder rule "
+                   "without a checkout.")
 @click.option("--baseline-bpb", metavar="X[,Y...]", help="Previous record's val_bpb (per seed if several).")
 @click.option("--baseline-run", multiple=True, type=click.Path(dir_okay=False, path_type=str),
               metavar="LOG", help="Previous record's seed logs (repeatable).")
@@ -97,16 +167,24 @@ def _baseline(bpb: str | None, run_logs: tuple[str, ...]) -> Baseline | None:
                    "that ship this pgolf version's bundle; the folder's code is never run.")
 @click.option("--list-rules", is_flag=True, help="List every rule and exit.")
 @click.option("--explain", metavar="RULE", help="Explain one rule and exit.")
-def audit_command(paths, fmt, output, strict, only, skip, waive, waiver_files, python, base,
-                  baseline_bpb, baseline_run, p_threshold, smoke, smoke_forward, probe, list_rules,
-                  explain):
+def audit_command(paths, fmt, output, quiet, verbose, strict, exit_zero, no_config, no_waiver_comments,
+                  only, skip, waive, waiver_files, python, base, changed_files, baseline_bpb, baseline_run,
+                  p_threshold, smoke, smoke_forward, probe, list_rules, explain):
     """Check records folders (or a PR's change, with --base) against every rule.
 
     \b
     Examples:
       pgolf audit records/track_10min_16mb/2026-04-09_MyRun
       pgolf audit . --base origin/main --format github
+      git diff --name-status main...pr | pgolf audit FOLDER --changed-files -
       pgolf audit FOLDER --baseline-bpb 1.0810 --format json -o audit.json
+      pgolf audit . --base origin/main --format sarif -o pgolf.sarif
+
+    \b
+    A file inside a records folder audits that folder (as a pre-commit hook passes them).
+    Settings: [tool.pgolf] in the nearest pyproject.toml from the folder up to the
+    checkout's root (python, baseline-bpb, waivers); the command line wins.
+    Waive a finding in code: `# pgolf: waive RULE reason` on its line or the line above.
     """
     if list_rules:
         click.echo(rules.rules_table(), nl=False)
@@ -119,32 +197,57 @@ def audit_command(paths, fmt, output, strict, only, skip, waive, waiver_files, p
         return
     if not paths:
         raise click.UsageError("give at least one records folder (or use --list-rules)")
+    if quiet and verbose:
+        raise click.UsageError("give --quiet or --verbose, not both")
+    started = time.monotonic()
+    if base is None:
+        paths = _records_folders(paths)
     smoke = resolve_smoke(smoke)
     if smoke_forward and not smoke:
         raise PgolfError("--smoke-forward needs the smoke import; drop --no-smoke")
+    settings = config.Config() if no_config else _configuration(paths)
+    origin = f"[tool.pgolf] in {settings.path}"
+    if python is None and settings.python is not None:
+        python = _parse_python(settings.python)
+        if python is None:
+            raise PgolfError(f"{settings.path}: [tool.pgolf] python {settings.python!r} is not a "
+                             "Python version from 3.8 to 3.15 (e.g. \"3.10\")")
+        python_origin = origin
+    else:
+        python_origin = "--python" if python else AuditOptions.python_origin
     try:
-        waivers = load_waivers(waive, waiver_files)
+        waivers = load_waivers(waive, waiver_files, settings.waivers, str(settings.path))
     except InputError as exc:
         raise PgolfError(str(exc)) from None
+    baseline = _baseline(baseline_bpb, baseline_run)
+    if baseline is None and settings.baseline_bpb:
+        baseline = Baseline(settings.baseline_bpb, f"baseline-bpb of {origin}")
     options = AuditOptions(
-        target_python=python or DEFAULT_PYTHON,
-        python_origin="--python" if python else AuditOptions.python_origin,
+        target_python=python or DEFAULT_PYTHON, python_origin=python_origin,
         only=only, skip=skip, strict=strict, waivers=waivers,
-        baseline=_baseline(baseline_bpb, baseline_run), p_threshold=p_threshold,
-        base_ref=base, smoke=smoke, smoke_forward=smoke_forward, probe=probe)
+        baseline=baseline, p_threshold=p_threshold,
+        base_ref=base, changed_files=_changed_files(changed_files, base), smoke=smoke,
+        smoke_forward=smoke_forward, probe=probe, waiver_comments=not no_waiver_comments)
     try:
         report = api.audit(paths, options)
     except InputError as exc:
         raise PgolfError(str(exc)) from None
     if fmt == "auto":
         fmt = "rich" if (output is None and sys.stdout.isatty()) else "text"
+    detail = "quiet" if quiet else "verbose" if verbose else "normal"
+    summary = text.summary_line(report, time.monotonic() - started)
     if fmt == "rich":
-        console.print_report(report)
+        console.print_report(report, detail, summary)
+    elif fmt == "text":
+        _emit(text.render_text(report, detail) + summary + "\n", output)
     else:
-        text = FORMATS[fmt](report)
-        if output:
-            write_atomic(Path(output), text)
-        else:
-            click.echo(text, nl=False)
-    sys.exit(report.exit_code)
+        _emit(FORMATS[fmt](report), output)
+    sys.exit(0 if exit_zero and report.exit_code == 1 else report.exit_code)
+
+
+def _emit(report_text: str, output: str | None) -> None:
+    if output:
+        write_atomic(Path(output), report_text)
+    else:
+        click.echo(report_text, nl=False)
 

@@ -27,6 +27,10 @@ COMMANDS = {
     "review": ("pgolf_cli.review_cmd", "review_command",
                "Print the audit of PATH (a records folder, or a PR checkout with --base) as a review "
                "comment to paste on the PR."),
+    "sweep": ("pgolf_cli.sweep_cmd", "sweep_command",
+              "Audit many submissions of a clone in parallel and write their verdicts as a table:"
+              " sweep.md, sweep.csv, sweep.json and sweep.html (sortable, filterable) under --out,"
+              " with each case's review in reviews/."),
     "train": ("pgolf_cli.train_cmd", "train_command",
               "Train a model with the record recipe and write a run folder."),
 }
@@ -56,6 +60,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
     \b
     Exit status: 0 clean, 1 findings at or above the threshold, 2 usage or internal error.
+    Shell completion: eval "$(_PGOLF_COMPLETE=bash_source pgolf)" (zsh_source, fish_source).
     """
     ctx.obj = {"debug": debug}
 

@@ -6,14 +6,15 @@
 With --build, the corpus is built first (`BUILD_PY GIT_DIR --out CORPUS_DIR`, from a git dir of
 openai/parameter-golf that holds the PR heads). Every case `<CORPUS_DIR>/<id>/folder` is then
 audited with `pgolf audit --format json --no-smoke` in a subprocess of its own (--jobs at a time,
-each bounded by --timeout), the JSON written to `--out/<id>.json`, and the scorer run on that
-directory. The wall time of the audits is printed last.
+each bounded by --timeout), with the PR's changed paths from `<id>/CASE.json` (`--changed-files`),
+the JSON written to `--out/<id>.json`, and the scorer run on that directory. The wall time of the audits is printed last.
 """
 
 from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import json
 import subprocess
 import sys
 import time
@@ -22,10 +23,17 @@ from pathlib import Path
 
 def audit(folder: Path, out: Path, timeout: float) -> str:
     """Audit one case into `out`; returns a line saying what went wrong, or ""."""
+    command = [sys.executable, "-m", "pgolf_cli", "audit", "--format", "json", "--no-smoke", str(folder)]
+    case = folder.parent / "CASE.json"
+    meta = json.loads(case.read_text()) if case.is_file() else {}
+    if meta.get("pr_files_in_folder"):  # the PR's change: the folder's files at its place, and the rest
+        lines = [f"{f['status']}\t{meta['folder']}/{f['path']}" for f in meta["pr_files_in_folder"]]
+        lines += [f"{f['status']}\t{f['path']}" for f in meta.get("pr_files_outside_folder", [])]
+        changes = out.with_suffix(".changes")
+        changes.write_text("".join(line + "\n" for line in lines))
+        command[-1:-1] = ["--changed-files", str(changes)]
     try:
-        done = subprocess.run([sys.executable, "-m", "pgolf_cli", "audit", "--format", "json",
-                               "--no-smoke", str(folder)], capture_output=True, text=True,
-                              timeout=timeout)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return f"{folder.parent.name}: timed out after {timeout:g} s"
     out.write_text(done.stdout)

@@ -99,6 +99,7 @@ def config(**overrides) -> types.SimpleNamespace:
                   max_wallclock_seconds=600.0, compressor="best", eval_seq_len=32, eval_stride=8,
                   sliding_window_enabled=True, val_batch_tokens=32 * 8 * 4, ttt_enabled=True,
                   ttt_lr=0.05, ttt_epochs=2, ttt_momentum=0.9, ttt_chunk_tokens=64,
-                  ttt_grad_clip=1.0, ttt_batch_seqs=2, compile=True)
+                  ttt_grad_clip=1.0, ttt_batch_seqs=2, compile=True, mlp_clip_sigmas=None,
+                  attn_clip_sigmas=None, lqer_enabled=False, lqer_rank=4, lqer_top_k=3, lqer_group=64)
     fields.update(overrides)
     return types.SimpleNamespace(**fields)

@@ -26,6 +26,7 @@ from trainer.compress import (compress_all, compress_artifact, container_sample,
                               require_compressor, write_atomic)
 from trainer.fitcap import NothingFits, fit_to_budget
 from trainer.hessians import collect_hessians, hessian_targets
+from trainer.lqer import lqer_corrections
 from trainer.quant import QTensor, quantization_summary, quantize_state_dict
 
 CAP_BYTES = 16_000_000
@@ -85,10 +86,8 @@ def check_floor(cfg, model: nn.Module, code: str, log: Callable[[str], None]) ->
     with every quantized level at zero (row scales, fp16 tensors, header) plus the code. Measured
     on the initial weights, whose small tensors (norms at one, biases at zero) compress at least
     as well as trained ones, so a floor over the cap here is over it after training too."""
-    quantized = quantize_state_dict(
-        model.state_dict(), {}, embeddings=_embeddings(model), matrix_bits=cfg.matrix_bits,
-        embed_bits=cfg.embed_bits, matrix_clip_sigmas=cfg.matrix_clip_sigmas,
-        embed_clip_sigmas=cfg.embed_clip_sigmas)
+    quantized = quantize_state_dict(model.state_dict(), {}, embeddings=_embeddings(model),
+                                    **quantization_settings(cfg))
     zeroed = {n: QTensor(torch.zeros_like(v.q), v.scale, v.bits, v.method)
               if isinstance(v, QTensor) else v for n, v in quantized.items()}
     floor = len(compress_artifact(pack_tensors(zeroed), "lzma")) + len(compact_form(code).encode())
@@ -99,20 +98,29 @@ def check_floor(cfg, model: nn.Module, code: str, log: Callable[[str], None]) ->
     log(f"export:floor {floor:,} bytes with every quantized weight at zero: the cap can be met")
 
 
+def quantization_settings(cfg) -> dict:
+    """The keyword arguments of `quantize_state_dict` that come from the settings."""
+    groups = {"mlp": cfg.mlp_clip_sigmas, "attn": cfg.attn_clip_sigmas}
+    return dict(matrix_bits=cfg.matrix_bits, embed_bits=cfg.embed_bits,
+                matrix_clip_sigmas=cfg.matrix_clip_sigmas, embed_clip_sigmas=cfg.embed_clip_sigmas,
+                group_clip_sigmas={g: k for g, k in groups.items() if k is not None})
+
+
 def _embeddings(model: nn.Module) -> set[str]:
     return {f"{name}.weight" for name, m in model.named_modules() if isinstance(m, nn.Embedding)}
 
 
 def _quantize(cfg, model: nn.Module, hessians: dict[str, Tensor], log) -> dict:
     t0 = time.perf_counter()
-    quantized = quantize_state_dict(
-        model.state_dict(), hessians, embeddings=_embeddings(model), matrix_bits=cfg.matrix_bits,
-        embed_bits=cfg.embed_bits, matrix_clip_sigmas=cfg.matrix_clip_sigmas,
-        embed_clip_sigmas=cfg.embed_clip_sigmas)
+    state = model.state_dict()
+    quantized = quantize_state_dict(state, hessians, embeddings=_embeddings(model),
+                                    **quantization_settings(cfg))
     log(f"quantize:{len(quantized)} tensors in {time.perf_counter() - t0:.1f}s")
     log("Quantized weights:")
     for line in quantization_summary(quantized):
         log(line)
+    if cfg.lqer_enabled:
+        quantized.update(lqer_corrections(cfg, state, quantized, log))
     return quantized
 
 

@@ -30,8 +30,9 @@ def knob(default: Any, doc: str, choices: tuple[str, ...] = ()) -> Any:
 class Config:
     # ---- run and data ----------------------------------------------------------------------
     preset: str = knob("record", "Overrides applied before the environment: record (the 2026-04-09 "
-                       "stack), baseline (the challenge's naive baseline shape), tiny (CPU tests, demo).",
-                       ("record", "baseline", "tiny"))
+                       "stack), frontier (record + the 2026-04-27 record's gates, LQER and "
+                       "quantization groups), baseline (the challenge's naive baseline shape), "
+                       "tiny (CPU tests, demo).", ("record", "frontier", "baseline", "tiny"))
     data_dir: str = knob("./data/", "Root of the challenge's data layout; DATA_PATH and TOKENIZER_PATH "
                          "default to datasets/fineweb10B_sp{VOCAB_SIZE}/ and "
                          "tokenizers/fineweb_{VOCAB_SIZE}_bpe.model under it.")
@@ -95,6 +96,14 @@ class Config:
                              "FlashAttention 3, 4, 2 and PyTorch SDPA (cuDNN, else flash).",
                              ("auto", "fa3", "fa4", "fa2", "sdpa_cudnn", "sdpa_flash", "sdpa"))
     compile: bool = knob(True, "torch.compile the model (fullgraph) on CUDA.")
+    smear_gate_enabled: bool = knob(False, "SmearGate: each token's embedding adds a gated share of "
+                                    "the previous token's, never across a BOS (PRs #1667, #1855).")
+    sparse_attn_gate_enabled: bool = knob(False, "Scale each attention head's output by a sigmoid "
+                                          "gate read from the first GATE_WINDOW input dims (PR #1787).")
+    sparse_attn_gate_scale: float = knob(0.5, "Multiplier of the sparse attention gate's logit "
+                                         "(0.5 in PR #1855).")
+    gate_window: int = knob(12, "Leading residual dims read by SmearGate and the sparse attention "
+                            "gate.")
 
     # ---- optimizer -------------------------------------------------------------------------
     matrix_lr: float = knob(0.022, "Muon learning rate of the block matrices.")
@@ -136,7 +145,15 @@ class Config:
     matrix_bits: int = knob(6, "Bits per quantized block-matrix weight.")
     embed_bits: int = knob(8, "Bits per quantized embedding weight.")
     matrix_clip_sigmas: float = knob(12.85, "Block-matrix clip as row standard deviations (SDClip).")
+    mlp_clip_sigmas: float | None = knob(None, "Clip of the MLP matrices; unset = MATRIX_CLIP_SIGMAS.")
+    attn_clip_sigmas: float | None = knob(None, "Clip of the attention matrices; unset = "
+                                          "MATRIX_CLIP_SIGMAS.")
     embed_clip_sigmas: float = knob(20.0, "Embedding clip as row standard deviations (SDClip).")
+    lqer_enabled: bool = knob(False, "LQER: store a low-rank correction of the quantization error "
+                              "of the LQER_TOP_K worst quantized matrices (PR #1797).")
+    lqer_rank: int = knob(4, "Rank of each LQER correction.")
+    lqer_top_k: int = knob(3, "Matrices corrected, largest quantization error first.")
+    lqer_group: int = knob(64, "Entries per fp16 scale of LQER's int4 right factor.")
     compressor: str = knob("brotli", "Compressor of the quantized model; best tries each.",
                            ("brotli", "lzma", "best"))
     eval_seq_len: int = knob(2048, "Tokens per evaluation window.")
@@ -159,6 +176,17 @@ class Config:
 PRESETS: dict[str, dict[str, Any]] = {
     # The field defaults are the 2026-04-09 record as it ran.
     "record": {},
+    # The 2026-04-27 record's (PR #1855) techniques on the record stack: BOS-masked SmearGate,
+    # the sparse attention gate, LQER, int7 embedding and per-group clips; and its settings
+    # for what pgolf shares with it (optimizer, schedule, calibration).
+    "frontier": {
+        "smear_gate_enabled": True, "sparse_attn_gate_enabled": True, "lqer_enabled": True,
+        "embed_bits": 7, "embed_clip_sigmas": 14.0, "mlp_clip_sigmas": 11.5, "attn_clip_sigmas": 13.0,
+        "matrix_lr": 0.026, "muon_momentum": 0.97, "muon_ns_coeffs": "polar_express", "beta2": 0.99,
+        "warmdown_frac": 0.85, "min_lr": 0.1, "qk_gain_init": 5.0,
+        "gptq_calibration_batches": 16,
+        "gptq_reserve_seconds": 8.0,                # PR #1868's re-run: Hessians end inside 600 s
+    },
     # The challenge's naive baseline (root train_gpt.py; records/.../2026-03-17_NaiveBaseline).
     "baseline": {
         "vocab_size": 1024, "num_layers": 9, "mlp_mult": 2.0,
@@ -335,6 +363,10 @@ def _validate(cfg: Config) -> None:
         (cfg.max_wallclock_seconds == 0 or cfg.gptq_reserve_seconds < cfg.max_wallclock_seconds,
          f"GPTQ_RESERVE_SECONDS={cfg.gptq_reserve_seconds} leaves no training time in "
          f"MAX_WALLCLOCK_SECONDS={cfg.max_wallclock_seconds}"),
+        (0 < cfg.gate_window <= cfg.model_dim,
+         f"GATE_WINDOW={cfg.gate_window} must lie in 1..MODEL_DIM={cfg.model_dim}"),
+        (cfg.lqer_rank > 0 and cfg.lqer_top_k >= 0 and cfg.lqer_group > 0,
+         "LQER_RANK and LQER_GROUP must be positive, LQER_TOP_K 0 or more"),
         (cfg.loader_prefetch >= 0 and cfg.warmup_steps >= 0, "LOADER_PREFETCH and WARMUP_STEPS "
          "must be 0 or more"),
     ]

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from torch import Tensor, nn
 
-from trainer.artifact import (ArtifactTooLarge, calibration_seconds, check_floor, unpruned_path,
-                              write_artifact)
+from trainer.artifact import (ArtifactTooLarge, calibration_seconds, check_floor,
+                              unpruned_path, write_artifact)
 from trainer.bpb import target_bytes
 from trainer.compress import ArtifactError, CompressorUnavailable
 from trainer.errors import TrainerError

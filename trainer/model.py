@@ -7,7 +7,7 @@ plus, each switchable from the config:
   exclusive self-attention (arXiv:2603.09078; all layers from PR #478), sigmoid gates on the skips
   (PR #1089), depth recurrence over a block range (PR #1204; layers 3-5 from PR #1493), GPT-J style
   parallel residuals in the late layers (PR #1204), orthogonal init with zero-init output
-  projections.
+  projections; SmearGate and the sparse attention gate (trainer/gates.py).
 Parameter names match the records', so their state dicts load here and the reverse.
 Weights stay fp32; on GPUs the run wraps the forward in bf16 autocast.
 """
@@ -23,8 +23,10 @@ import torch.nn.functional as F
 
 from trainer.attention import activate_backend, causal_attention, choose_backend
 from trainer.config import Config
+from trainer.gates import HeadGate, SmearGate
 from trainer.softcap_ce import softcapped_cross_entropy
 from trainer.xsa import exclusive_self_attention, fused_exclusive_self_attention
+
 
 
 class RMSNorm(nn.Module):
@@ -96,6 +98,8 @@ class CausalSelfAttention(nn.Module):
         self.proj = CastedLinear(dim, dim, zero_init=True)
         self.q_gain = nn.Parameter(torch.full((self.num_heads,), cfg.qk_gain_init))
         self.use_xsa = layer >= cfg.num_layers - cfg.xsa_last_n
+        self.head_gate = (HeadGate(self.num_heads, cfg.gate_window, cfg.sparse_attn_gate_scale)
+                          if cfg.sparse_attn_gate_enabled else None)
         self.backend = "sdpa"  # set for the whole model by GPT.set_attention_backend
 
     def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
@@ -116,6 +120,8 @@ class CausalSelfAttention(nn.Module):
                 y = fused_exclusive_self_attention(y, v)
             else:
                 y = exclusive_self_attention(y, v)
+        if self.head_gate is not None:
+            y = self.head_gate(y, x)
         return self.proj(y.reshape(B, T, -1))
 
 
@@ -177,6 +183,7 @@ class GPT(nn.Module):
         super().__init__()
         dim = cfg.model_dim
         self.tok_emb = nn.Embedding(cfg.vocab_size, dim)
+        self.smear_gate = SmearGate(cfg.gate_window) if cfg.smear_gate_enabled else None
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.num_layers))
         self.final_norm = RMSNorm()
         self.lm_head = None if cfg.tie_embeddings else CastedLinear(dim, cfg.vocab_size, zero_init=True)
@@ -229,6 +236,8 @@ class GPT(nn.Module):
             # The master embedding is fp32; without this cast the whole residual stream, and every
             # elementwise op of every block, would run in fp32.
             x = x.to(torch.get_autocast_dtype(x.device.type))
+        if self.smear_gate is not None:
+            x = self.smear_gate(x, input_ids)
         x = F.rms_norm(x, (x.size(-1),))
         x0 = x
         # Tables in the stream's dtype (q's and k's), as the records: fp32 tables would make the

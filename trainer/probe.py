@@ -22,8 +22,11 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from trainer.artifact import quantization_settings
 from trainer.compress import compress_artifact, pack_tensors, write_atomic
 from trainer.config import load_config
+from trainer.gates import BOS_ID
+from trainer.lqer import corrections
 from trainer.model import GPT
 from trainer.quant import quantize_state_dict
 from trainer.scoring import evaluate_artifact
@@ -168,13 +171,28 @@ PROBE_SETTINGS = {"PRESET": "tiny", "EVAL_SEQ_LEN": "32", "EVAL_STRIDE": "8",
                   "TTT_CHUNK_TOKENS": "64", "TTT_EPOCHS": "2", "TTT_BATCH_SEQS": "2",
                   "TTT_LR": "0.05", "VAL_BATCH_TOKENS": "1024", "COMPILE": "0"}
 PROBE_TOKENS = 5 * 64 + 1
+# The settings that change what the probed evaluation computes beyond the tiny model: the full
+# bundle is probed with each on, a record bundle with the values it pins.
+SWITCHES = ("smear_gate_enabled", "sparse_attn_gate_enabled", "lqer_enabled")
 
 
-def self_probe() -> list[ProbeResult]:
-    """Every probe on pgolf's own evaluation: the trainer's model at the tiny preset, with
-    random weights (the output projections start at zero, which would hide what attention
-    reads) and looping on, round-tripped through a quantized artifact; random tokens."""
-    cfg = load_config(env={}, overrides=PROBE_SETTINGS)
+def switch_settings(pinned: dict | None = None) -> dict[str, str]:
+    """SWITCHES as settings: on for the full bundle (`pinned` None), else as pinned."""
+    on = {s: True for s in SWITCHES} if pinned is None else {s: pinned[s] for s in SWITCHES
+                                                             if s in pinned}
+    return {s.upper(): "1" if v else "0" for s, v in on.items()}
+
+
+DOCUMENT_TOKENS = 40  # the probe's stream is packed documents, each opening with BOS
+
+
+def self_probe(settings: dict[str, str] | None = None) -> list[ProbeResult]:
+    """Every probe on pgolf's own evaluation: the trainer's model at the tiny preset plus
+    `settings` (SWITCHES, as the probed bundle has them), with random weights (the
+    output projections and gates start at zero, which would hide what they read) and looping on,
+    round-tripped through a quantized artifact (with LQER's factors when it is on); random
+    tokens in packed documents."""
+    cfg = load_config(env={}, overrides={**PROBE_SETTINGS, **(settings or {})})
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny model: fastest, and the same order of sums every run
     try:
@@ -183,14 +201,18 @@ def self_probe() -> list[ProbeResult]:
         for p in model.parameters():
             if p.ndim == 2:
                 torch.nn.init.normal_(p, std=0.2)
+        if model.smear_gate is not None:
+            torch.nn.init.ones_(model.smear_gate.lam)
         model.looping_active = cfg.num_loops > 0
-        quantized = quantize_state_dict(model.state_dict(), {}, embeddings={"tok_emb.weight"},
-                                        matrix_bits=cfg.matrix_bits, embed_bits=cfg.embed_bits,
-                                        matrix_clip_sigmas=cfg.matrix_clip_sigmas,
-                                        embed_clip_sigmas=cfg.embed_clip_sigmas,
-                                        passthrough_max_numel=1024)
+        state = model.state_dict()
+        quantized = quantize_state_dict(state, {}, embeddings={"tok_emb.weight"},
+                                        passthrough_max_numel=1024, **quantization_settings(cfg))
+        if cfg.lqer_enabled:
+            quantized.update(corrections(state, quantized, rank=cfg.lqer_rank,
+                                         top_k=cfg.lqer_top_k, group=cfg.lqer_group))
         tokens = torch.randint(0, cfg.vocab_size, (PROBE_TOKENS,),
                                generator=torch.Generator().manual_seed(1))
+        tokens[::DOCUMENT_TOKENS] = BOS_ID
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "probe.pga"
             write_atomic(path, compress_artifact(pack_tensors(quantized), "lzma"))

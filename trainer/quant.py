@@ -109,18 +109,22 @@ def dequantize(qt: QTensor) -> Tensor:
 def quantize_state_dict(state: dict[str, Tensor], hessians: dict[str, Tensor], *,
                         embeddings: set[str], matrix_bits: int, embed_bits: int,
                         matrix_clip_sigmas: float, embed_clip_sigmas: float,
+                        group_clip_sigmas: dict[str, float] | None = None,
                         passthrough_max_numel: int = PASSTHROUGH_MAX_NUMEL,
                         ) -> dict[str, QTensor | Tensor]:
     """Quantize every 2-D float tensor above `passthrough_max_numel` elements: GPTQ where a
     Hessian was collected, round-to-nearest otherwise. Names in `embeddings` use the embedding's
-    bits and clip; small float tensors become fp16 (or stay as they are if fp16 would overflow);
-    other tensors pass through unchanged."""
+    bits and clip; a matrix of a module named in `group_clip_sigmas` (`mlp`, `attn`: a part of
+    its dotted name) uses that clip; small float tensors become fp16 (or stay as they are if
+    fp16 would overflow); other tensors pass through unchanged."""
     out: dict[str, QTensor | Tensor] = {}
+    groups = group_clip_sigmas or {}
     for name, tensor in state.items():
         t = tensor.detach()
         if t.is_floating_point() and t.ndim == 2 and t.numel() > passthrough_max_numel:
-            bits, sigmas = ((embed_bits, embed_clip_sigmas) if name in embeddings
-                            else (matrix_bits, matrix_clip_sigmas))
+            group_sigmas = next((k for part, k in groups.items() if part in name.split(".")), None)
+            bits, sigmas = ((embed_bits, embed_clip_sigmas) if name in embeddings else
+                            (matrix_bits, matrix_clip_sigmas if group_sigmas is None else group_sigmas))
             h = hessians.get(name)
             out[name] = quantize_gptq(t, h, sigmas, bits) if h is not None else \
                 quantize_rtn(t.cpu(), sigmas, bits)

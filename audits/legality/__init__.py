@@ -31,6 +31,7 @@ class Result:
     verdicts: list[Verdict]
     unparsed: dict[str, str]  # shipped scripts not parsed -> why
     entry: tuple[str, ...]
+    run: tuple[str, ...] = ()  # the entry scripts and the sibling scripts they import
 
     def of(self, rule: str) -> list[Verdict]:
         return [v for v in self.verdicts if v.rule == rule]
@@ -70,7 +71,7 @@ def analyse_sources(sources: tuple[tuple[str, str], ...]) -> Result:
             events = [_as_if_validation(e) for e in events]
             verdicts += judge.verdicts(events, reachable=False, hypothetical=True)
     verdicts = _follow_isolation(verdicts, [parsed[rel] for rel in run])
-    return Result(parsed, _dedupe(verdicts), unparsed, entry)
+    return Result(parsed, _dedupe(verdicts), unparsed, entry, tuple(sorted(run)))
 
 
 def _follow_isolation(verdicts: list[Verdict], run) -> list[Verdict]:

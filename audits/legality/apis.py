@@ -96,6 +96,9 @@ SERIALIZE_CALLS = {
     "zstandard.compress", "zstd.compress", "safetensors.torch.save_file", "safetensors.torch.save",
 }
 SERIALIZE_METHODS = {"register_buffer": 1}
+# Reading a compressed blob back (the artifact's payloads).
+DECOMPRESS_CALLS = {"lzma.decompress", "zlib.decompress", "bz2.decompress", "gzip.decompress",
+                    "brotli.decompress", "zstandard.decompress", "zstd.decompress"}
 
 NETWORK_CALLS = {
     "urllib.request.urlopen", "urllib.request.urlretrieve", "urllib.request.Request",

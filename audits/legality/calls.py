@@ -11,7 +11,7 @@ import libcst as cst
 from audits.legality import apis, operators, shapes
 from audits.legality.program import ClassInfo, Function
 from audits.legality.values import (
-    EMPTY, GEN, GRAD, HASH, HOOK, LOSSFN, MODEL, OPTIM, PROB, STAT, TARGET, Event, Taint,
+    BLOB, EMPTY, GEN, GRAD, HASH, HOOK, LOSSFN, MODEL, OPTIM, PROB, STAT, TARGET, Event, Taint,
     data_roots, has_data, kinds, loss_data, objref, substitute,
 )
 
@@ -132,6 +132,8 @@ def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
         return union | {HASH}
     if name in apis.REDUCE_CALLS:
         return union | {STAT}
+    if name in apis.DECOMPRESS_CALLS:
+        return union | {BLOB}
     if name in apis.SERIALIZE_CALLS:
         for arg in args:
             _sink(w, node, name, arg.taint)
@@ -170,9 +172,12 @@ def _env_flag(w, args: list[Arg]) -> Taint:
 
 
 def _sink(w, node, api: str, taint: Taint) -> None:
-    """Data written into the artifact: tokens, not scores or statistics."""
+    """Data written into the artifact: tokens, not scores or statistics. A model's weights
+    written out are the artifact itself (an export): what runs after it runs at evaluation."""
     if has_data(taint) and not (kinds(taint, "loss") or MODEL in taint or STAT in taint):
         w.emit(Event("sink", w.site(node), taint, detail=api))
+    elif api in apis.SERIALIZE_CALLS and any(label[0] in ("obj", "objref", "state") for label in taint):
+        w.emit(Event("export", w.site(node), detail=api))
 
 
 def builtin(w, node: cst.Call, name: str, args: list[Arg]) -> Taint:

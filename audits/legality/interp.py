@@ -16,7 +16,7 @@ import libcst as cst
 from audits.legality import apis, env, imports, operators, order, shapes, syntax
 from audits.legality.program import ClassInfo, Function, Program, compound_blocks
 from audits.legality.values import (
-    EMPTY, GRAD, HASH, INDICATOR, MASK, MODEL, OPTIM, PROB, STAT, TARGET, Event, Site, Taint,
+    BLOB, EMPTY, GRAD, HASH, INDICATOR, MASK, MODEL, OPTIM, PROB, STAT, TARGET, Event, Site, Taint,
     data_roots, has_data, kinds, loss_data,
 )
 
@@ -240,6 +240,8 @@ class FunctionWalk:
             self.tilt(node.value, taint)
             self.note_slice(node.value)
             for target in node.targets:
+                if self.descent(target.target, node.value, taint, node):
+                    continue
                 self.accumulation(target.target, node.value, taint, node)
                 if parts is not None:
                     for element, part_taint in zip(target.target.elements, taints):
@@ -441,6 +443,17 @@ class FunctionWalk:
             i = self.fn.params.index(root)
             self.mutates[i] = self.mutates.get(i, EMPTY) | taint
 
+    def descent(self, target, value_node, value: Taint, node) -> bool:
+        """`bias = bias - lr * (probs - one_hot)`: a gradient worked out by hand from
+        probabilities and data (no autograd), stepped on a tensor. An update of that tensor, as an
+        optimizer's step would be."""
+        if not syntax.descent_step(target, value_node) or PROB not in value or not has_data(value):
+            return False
+        made = frozenset({("state", None, "tensor")})  # a plain tensor, not a model's weights
+        self.emit(Event("update", self.site(node), loss_data(value), made | {OPTIM}))
+        self.bind(target, self.env.get(target.value, EMPTY) | loss_data(value))
+        return True
+
     def _outer(self, name: str) -> bool:
         """Is `name` a running total here: a parameter, or bound before the innermost loop?"""
         if name in self.fn.params:
@@ -634,6 +647,9 @@ class FunctionWalk:
             taint |= env.derived(right)
             if isinstance(comp.operator, (cst.Equal, cst.NotEqual)):
                 taint |= {MASK}
+                for target, other in ((left, right), (right, left)):
+                    if operators.may_be_stored(target, other):
+                        self.emit(Event("stored", self.site(node), other, target))
                 if operators.is_target_vs_hint(left, right) or operators.is_target_vs_hint(right, left):
                     taint |= {INDICATOR}
                 elif TARGET in left or TARGET in right:

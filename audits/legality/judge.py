@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from audits.findings import Severity
+from audits.legality import operators
 from audits.legality.values import (
     GEN, TARGET, TRAIN, VAL, Event, Site, Taint, is_score, is_update, kinds, non_default,
 )
@@ -79,6 +80,8 @@ def _event(e: Event, resolved: set[int]) -> list[Verdict]:
         return _lookup(e)
     if kind == "calib":
         return _calib(e)
+    if kind == "stored" and operators.is_stored(e.taint) and _val(e.state):
+        return [Verdict("PAID_PREFIX", "answers_read", FAIL, e.site)]
     if kind == "sink" and _val(e.taint):
         return [Verdict("PAID_PREFIX", "saved", FAIL, e.site, detail=e.detail)]
     if kind == "net":
@@ -113,14 +116,15 @@ def _judgment(e: Event, resolved: set[int]) -> list[Verdict]:
     if rule == "PREQUANT_TTT_ON_VAL":
         return [Verdict(rule, "trained_then_scored", FAIL, e.site, e.other)]
     if rule == "TTT_SCORE_AFTER_ADAPT":
-        kind = "scored_again" if "again" in e.flags else "adapt_then_score"
+        kind = "adapt_pass" if "pass" in e.flags else "scored_again" if "again" in e.flags else "adapt_then_score"
         return [Verdict(rule, kind, FAIL, e.site, e.other)]
     if rule in ("SLOT", "ETLB"):
         if "context_only" in e.flags:
             return [Verdict(rule, "context_only", WARN, e.site, e.other)]
         return [Verdict(rule, "own_targets", FAIL, e.site, e.other)]
     if rule == "TWO_PASS_RESCORE":
-        return [Verdict(rule, "second_pass", FAIL, e.site, e.other)]
+        kind = "rescored_after_adapt" if "pass" in e.flags else "second_pass"
+        return [Verdict(rule, kind, FAIL, e.site, e.other)]
     if rule == "VAL_DATA_IN_TRAINING":
         kind = "prebuilt_table" if "prebuilt" in e.flags else "trained_before_scored"
         return [Verdict(rule, kind, FAIL, e.site, e.other)]
@@ -130,13 +134,13 @@ def _judgment(e: Event, resolved: set[int]) -> list[Verdict]:
 
 
 def _update(e: Event) -> list[Verdict]:
-    if not _val(e.taint):
-        return []
+    if not _val(e.taint) or "broken" in e.flags:
+        return []  # (an update found to break the order is no legal note, whatever came before it)
     if "resolved" in e.flags:
         if _tensor_only(e.state):
             return [Verdict("ETLB", "scored_before", INFO, e.site, e.other)]
         return [Verdict("TTT_SCORE_AFTER_ADAPT", "score_first", INFO, e.site, e.other)]
-    if "judged" in e.flags:
+    if "judged" in e.flags or "passed" in e.flags:
         return []
     kind = "mixed_into_training" if TRAIN in e.taint else "never_scored"
     return [Verdict("VAL_DATA_IN_TRAINING", kind, FAIL, e.site)]

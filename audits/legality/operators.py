@@ -8,7 +8,7 @@ import re
 import libcst as cst
 
 from audits.legality.values import (
-    EMPTY, GEN, INDICATOR, PROB, TARGET, TRAIN, VAL, Taint, has_data, kinds,
+    BLOB, EMPTY, GEN, INDICATOR, MODEL, PROB, TARGET, TRAIN, VAL, Taint, has_data, kinds,
 )
 
 # Data files are named by split: fineweb_val_000000.bin, fineweb_train_*.bin, val.bin, ...
@@ -48,6 +48,17 @@ def as_bytes(taint: Taint) -> Taint:
 def is_target_vs_hint(target: Taint, hint: Taint) -> bool:
     """`target == hint`: the realized token compared with a token predicted from context."""
     return TARGET in target and TARGET not in hint and has_data(hint)
+
+
+def may_be_stored(target: Taint, other: Taint) -> bool:
+    """`other == target`, where `other` may turn out (at a call site) to be tokens read back from
+    a compressed blob: the answers themselves, kept in the artifact (see is_stored)."""
+    return TARGET in target and (BLOB in other or bool(kinds(other, "param"))) and not (
+        {TARGET, MODEL, PROB} & other)
+
+
+def is_stored(other: Taint) -> bool:
+    return BLOB in other and not ({TARGET, MODEL, PROB} & other)
 
 
 def gated(left: Taint, right: Taint) -> Taint:

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import dataclasses
 
+from audits.legality import apis
 from audits.legality.values import (
     Event, Site, Taint, data_roots, exclusive, is_score, is_update, kinds, switches,
 )
 
-SLOT, ETLB, TTT, PREQUANT, TRAIN_AT_EVAL, VAL_IN_TRAINING = (
+SLOT, ETLB, TTT, PREQUANT, TRAIN_AT_EVAL, VAL_IN_TRAINING, TWO_PASS = (
     "SLOT", "ETLB", "TTT_SCORE_AFTER_ADAPT", "PREQUANT_TTT_ON_VAL", "TRAIN_DATA_AT_EVAL",
-    "VAL_DATA_IN_TRAINING")
+    "VAL_DATA_IN_TRAINING", "TWO_PASS_RESCORE")
 
 
 def _passes(taint: Taint) -> list:
@@ -79,12 +80,13 @@ def _identities(taint: Taint) -> set:
 
 def _same_model(update: Event, score: Event) -> bool:
     """Could the score use what the update changed? A tensor made for the update (a bias, a
-    delta) must appear in the score; a model must be the same one (see _identities). Unknown
-    counts as the same."""
-    tensors = {label for label in update.state if label[0] == "state" and label[2] == "tensor"}
-    if tensors and not tensors & score.taint:
-        return False
+    delta, an adapter) must appear in the score, unless the update also changes the very model
+    that scores (adapters injected into it); a model must be the same one (see _identities).
+    Unknown counts as the same."""
     updated, scored = _identities(update.state), _identities(score.taint)
+    tensors = {label for label in update.state if label[0] == "state" and label[2] == "tensor"}
+    if tensors and not updated & scored and not tensors & score.taint:
+        return False
     return not updated or not scored or bool(updated & scored)
 
 
@@ -119,6 +121,42 @@ def _after_training(update: Event, events: list[Event]) -> bool:
                and relation(e.site, update.site) == "before" for e in events)
 
 
+def _after_export(update: Event, events: list[Event]) -> bool:
+    """Is the model written out (the artifact) before this update? Then the update adapts the
+    shipped model at evaluation time (after the quantization round trip), not before export."""
+    return any(_exports(e) and relation(e.site, update.site) == "before" for e in events)
+
+
+def _exports(event: Event) -> bool:
+    """A model's weights serialized: an export, or a serializer given a parameter that turned
+    out to be a model at this call site."""
+    return event.kind == "export" or (event.kind == "sink" and event.detail in apis.SERIALIZE_CALLS and any(
+        label[0] in ("obj", "objref", "state") for label in event.taint))
+
+
+def _evaluation_pass(update: Event, score: Event) -> list[Event]:
+    """An adaptation pass over the tokens at evaluation time, scored after it (C3). Where the
+    pass that adapted also scored them (score-first TTT), the later score is a second pass over
+    the same tokens as well (C4). Both are placed at the calls in this function: the pass, and
+    the score after it."""
+    made = {label[1] for label in update.state if label[0] == "objref" and label[1][0] == "obj"}
+    scored = {label[1] for label in score.taint if label[0] == "objref" and label[1][0] == "obj"}
+    if made and scored and not made & scored:
+        return []  # the score runs on another copy read back from the artifact, not the adapted one
+    flags = frozenset({"pass"}) | switches(update, score)
+    adapt, rescore = _here(update.site), _here(score.site)
+    out = [Event("judgment", adapt, update.taint, score.taint, detail=TTT, other=rescore, flags=flags)]
+    if "resolved" in update.flags:
+        out.append(Event("judgment", rescore, update.taint, score.taint, detail=TWO_PASS,
+                         other=adapt, flags=flags))
+    return out
+
+
+def _here(site: Site) -> Site:
+    """The statement of this function that runs `site` (the call, where it was reached through one)."""
+    return Site(site.fn, site.node, site.path, site.loops)
+
+
 def judge(fn, events: list[Event]) -> list[Event]:
     """`events` with updates marked resolved (scored before; `other` = that score) or judged,
     plus the verdicts."""
@@ -132,10 +170,16 @@ def judge(fn, events: list[Event]) -> list[Event]:
         flags = set(event.flags)
         first, closest = event.other, None
         for score in scores:
-            verdict, resolved = _pair(event, score, backpropagated, events)
-            if verdict is not None:
-                verdicts.append(verdict)
-                flags.add("judged")
+            found, resolved = _pair(event, score, backpropagated, events)
+            if "passed" in event.flags:  # read so in a callee already: only a placement is new
+                found = [v for v in found if v.detail != VAL_IN_TRAINING]
+            if found:
+                verdicts += found
+                # a fine-tune found here with nothing trained or exported before it may still be
+                # placed by a caller that knows (after training: PREQUANT; after export: TTT)
+                flags.add("passed" if all(v.detail == VAL_IN_TRAINING for v in found) else "judged")
+                if any(v.detail in (TTT, PREQUANT, TWO_PASS) for v in found):
+                    flags.add("broken")  # a score before it does not make it score-first
             if resolved:
                 flags.add("resolved")
                 nearness = (len(common_loops(score.site, event.site)), score.site.path)
@@ -185,39 +229,62 @@ def _network_after_scoring(events: list[Event], scores: list[Event]) -> list[Eve
     return verdicts
 
 
-def _pair(update: Event, score: Event, backpropagated: set, events: list[Event]) -> tuple[Event | None, bool]:
-    """(verdict, whether this score comes before the update on its tokens)."""
-    if score.site.node is update.site.node:
-        return None, False  # both inside one call: judged in the callee
+def _pair(update: Event, score: Event, backpropagated: set, events: list[Event]) -> tuple[list[Event], bool]:
+    """(verdicts, whether this score comes before the update on its tokens)."""
     if not data_roots(update.taint) & data_roots(score.taint) or exclusive(update, score):
-        return None, False
+        return [], False
+    if score.site.node is update.site.node:  # both inside one call: judged in the callee, but
+        return _called_again(update, score, _fresh(score, backpropagated)), False
     order = relation(score.site, update.site)
     if order in ("same", "exclusive"):
-        return None, False
+        return [], False
     loops = common_loops(score.site, update.site)
     if not loops and not _same_model(update, score):
-        return None, False
-    # a fresh evaluation: the score holds a loss no backward pass ran through (a training loss
-    # kept for logging is not a score of the tokens)
-    origins = [label[1] for label in _passes(score.taint)]
-    fresh = not origins or any(origin not in backpropagated for origin in origins)
+        return [], False
+    fresh = _fresh(score, backpropagated)
+    if order == "after" and loops and not any(varies(score.taint, loop) or varies(update.taint, loop)
+                                              for loop in loops):
+        # a score of the whole set inside the epoch loop of a pass over it (a diagnostic): the
+        # pass is judged where it is ordered against the scores after it, in its caller
+        return [], False
     if order == "after" and loops and previous_only(update.taint, loops[-1]):
-        return None, True  # trains on the previous iteration's tokens, scored back then
+        return [], True  # trains on the previous iteration's tokens, scored back then
     if order == "before":
         again = [loop for loop in loops if not (varies(score.taint, loop) and varies(update.taint, loop))]
         if again and fresh:
             return _verdict(update, score, loops, "again", events), True
         extra = data_roots(update.taint) - data_roots(score.taint)
         if loops and extra:  # the adaptation also reads data the scores do not: training data?
-            return Event("judgment", update.site, update.taint, score.taint, detail=TRAIN_AT_EVAL,
-                         other=score.site, flags=switches(update, score)), True
-        return None, True
+            return [Event("judgment", update.site, update.taint, score.taint, detail=TRAIN_AT_EVAL,
+                          other=score.site, flags=switches(update, score))], True
+        return [], True
     if not fresh:
-        return None, False
+        return [], False
     return _verdict(update, score, loops, "first", events), False
 
 
-def _verdict(update: Event, score: Event, loops: tuple, how: str, events: list[Event]) -> Event:
+def _fresh(score: Event, backpropagated: set) -> bool:
+    """A fresh evaluation: the score holds a loss no backward pass ran through (a training loss
+    kept for logging is not a score of the tokens)."""
+    origins = [label[1] for label in _passes(score.taint)]
+    return not origins or any(origin not in backpropagated for origin in origins)
+
+
+def _called_again(update: Event, score: Event, fresh: bool) -> list[Event]:
+    """A call that scores and trains, made again by a loop here on the same tokens with the
+    same model (an epoch loop around a score-first pass): each later call scores tokens the
+    earlier ones trained on, and the last epoch's score is the one that remains."""
+    if not fresh:
+        return []
+    for loop in update.site.loops:
+        if varies(update.taint, loop) or varies(score.taint, loop) or _made_inside(update.state, loop)[0]:
+            continue
+        return [Event("judgment", update.site, update.taint, score.taint, detail=TTT, other=score.site,
+                      flags=frozenset({"again"}) | switches(update, score))]
+    return []
+
+
+def _verdict(update: Event, score: Event, loops: tuple, how: str, events: list[Event]) -> list[Event]:
     """taint: what the update trained on; state: what the score scored (both must turn out to be
     validation data for the verdict to stand)."""
     def verdict(rule, flags):
@@ -225,10 +292,14 @@ def _verdict(update: Event, score: Event, loops: tuple, how: str, events: list[E
                      other=score.site, flags=frozenset(flags) | switches(update, score))
     if not loops:  # a pass of its own over the tokens, before they are scored
         mixed = ("train",) in update.taint
-        return verdict(PREQUANT if _after_training(update, events) and not mixed else VAL_IN_TRAINING,
-                       {how})
+        if not mixed and _after_export(update, events):
+            return _evaluation_pass(update, score)
+        if _after_training(update, events) and not mixed:  # placed at the call of the fine-tune
+            return [Event("judgment", _here(update.site), update.taint, score.taint, detail=PREQUANT,
+                          other=_here(score.site), flags=frozenset({how}) | switches(update, score))]
+        return [verdict(VAL_IN_TRAINING, {how})]
     if ("train",) in update.taint and ("train",) not in score.taint:
-        return verdict(TRAIN_AT_EVAL, {how})
+        return [verdict(TRAIN_AT_EVAL, {how})]
     # Parameters made anew for each window are SLOT, also when they start from the last window's
     # values (a warm start); a tensor kept across windows is ETLB.
     inside, tensor = _made_inside(update.state, loops[-1])
@@ -236,7 +307,7 @@ def _verdict(update: Event, score: Event, loops: tuple, how: str, events: list[E
     flags = {how}
     if rule in (SLOT, ETLB) and _context_only(update, score):
         flags.add("context_only")
-    return verdict(rule, flags)
+    return [verdict(rule, flags)]
 
 
 def _repeated_loop(update: Event, scores: list[Event]):

@@ -46,6 +46,18 @@ def name_nodes(node):
             stack += [e.value for e in cur.elements]
 
 
+def descent_step(target, value) -> bool:
+    """`w = w - lr * g`, also clamped (`(w - lr * g).clamp(-c, c)`): a hand-written gradient step
+    on the name `w`."""
+    if not isinstance(target, cst.Name):
+        return False
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+            and value.func.attr.value in ("clamp", "clamp_", "clip"):
+        value = value.func.value
+    return isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Subtract) \
+        and isinstance(value.left, cst.Name) and value.left.value == target.value
+
+
 def root_name(node) -> str | None:
     while isinstance(node, (cst.Attribute, cst.Subscript)):
         node = node.value

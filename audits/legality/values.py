@@ -21,6 +21,7 @@ Labels are tuples whose first item is the kind:
   ("gate", site, how)            read from the scored token: a "lookup" (table[target]) or a
                                  "compare" (target < k)
   ("bytes", site) ("gated", site) ("select", site) ("filled", site)
+  ("blob",)                      bytes decompressed from a blob (a payload of the artifact)
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ VAL, TRAIN, GEN = ("val",), ("train",), ("gen",)
 MODEL, PROB, TARGET = ("model",), ("prob",), ("target",)
 OPTIM, GRAD, LOSSFN, HOOK = ("optim",), ("grad",), ("lossfn",), ("hook",)
 HASH, MASK, INDICATOR, STAT = ("hash",), ("mask",), ("indicator",), ("stat",)
+BLOB = ("blob",)
 DATA_KINDS = {"val", "train", "gen", "param"}
 # Labels made at a site inside a callee are moved to the call site when the callee's effects are
 # replayed in its caller: there, the call is where the loss was computed or the object made.
@@ -100,10 +102,12 @@ class Event:
     kind: score (loss accumulated into a running total), update (an optimizer step or in-place
     parameter update; taint = the data of the loss behind it, state = what was updated), backward,
     calib (data fed to a model whose activations are being recorded), sink (data serialized),
+    export (a model's weights serialized: the artifact is written),
     net (a network call), lookup (a table read with a hashed key; taint = the key's, state = the
     table's), mix (a previous-token mixing path; flags say whether it is masked), pieces (a
     bytes-per-token table built from tokenizer pieces), ratio (bits divided by a bytes-per-token
-    literal), tilt (a target == hint indicator meeting a probability), smoothing (count + k over
+    literal), tilt (a target == hint indicator meeting a probability), stored (the scored token
+    compared with another value: taint = that value's, state = the token's), smoothing (count + k over
     total + k), judgment (a verdict reached where the loop structure was visible; detail = rule,
     taint and state = the data it rests on).
     """

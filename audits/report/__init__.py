@@ -6,9 +6,11 @@ from __future__ import annotations
 from audits.report.github import render_github
 from audits.report.jsonfmt import render_json, report_dict
 from audits.report.markdown import render_markdown
+from audits.report.sarif import render_sarif
 from audits.report.text import render_text
 
 FORMATS = {"text": render_text, "json": render_json, "github": render_github,
-           "markdown": render_markdown}
+           "markdown": render_markdown, "sarif": render_sarif}
 
-__all__ = ["FORMATS", "report_dict", "render_github", "render_json", "render_markdown", "render_text"]
+__all__ = ["FORMATS", "render_github", "render_json", "render_markdown", "render_sarif", "render_text",
+           "report_dict"]

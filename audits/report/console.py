@@ -1,4 +1,6 @@
-"""The audit on a terminal, with rich: a verdict line, the seed table and each finding."""
+"""The audit on a terminal, with rich: a verdict line, the seed table and each finding, wrapped
+to the terminal's width (a long log name folds onto the next line, never cut), then one summary
+line."""
 
 from __future__ import annotations
 
@@ -8,27 +10,33 @@ from rich.text import Text
 
 from audits.engine import AuditReport
 from audits.report.neutral import terminal
-from audits.report.text import fmt_bpb, fmt_int, fmt_ms
+from audits.report.text import fmt_bpb, fmt_int, fmt_ms, quiet_rules
 from audits.submission import runs
 
 _STYLE = {"FAIL": "bold red", "WARN": "yellow", "INFO": "dim"}
 
 
-def print_report(report: AuditReport) -> None:
+def print_report(report: AuditReport, detail: str = "normal", summary: str = "") -> None:
+    """`detail` as for the text report: quiet, normal or verbose."""
     console = Console()
     o = report.options
-    console.print(f"[bold]pgolf audit[/] target Python {o.python_label} [dim]({o.python_origin})[/]")
+    quiet, verbose = detail == "quiet", detail == "verbose"
+    if not quiet:
+        console.print(f"[bold]pgolf audit[/] target Python {o.python_label} [dim]({o.python_origin})[/]")
     for r in report.submissions:
         sub = r.submission
         verdict = r.verdict(o.strict)
         style = {"ILLEGAL": "bold red", "NEEDS_ACTION": "bold yellow", "PASS": "bold green"}[verdict]
         console.print()
         console.print(Text.assemble((verdict, style), "  ", (terminal(str(sub.root)), "bold")))
-        console.print(Text(terminal(f"track {sub.track} ({sub.track_origin})"), style="dim"))
-        if sub.logs:
+        if not quiet:
+            console.print(Text(terminal(f"track {sub.track} ({sub.track_origin})"), style="dim"))
+        if sub.logs and not quiet:
             table = Table(show_edge=False, pad_edge=False)
             for header in ("seed", "log", "val_bpb", "from line", "train", "eval", "artifact"):
-                table.add_column(header, justify="right" if header not in ("log", "from line") else "left")
+                # the log name folds over the next lines, whole; the figures keep one line each
+                table.add_column(header, justify="right" if header not in ("log", "from line") else "left",
+                                 overflow="fold", no_wrap=header != "log")
             for log in sub.logs:
                 row = runs.seed_row(log)
                 src = row["sources"].get("val_bpb", {})
@@ -39,16 +47,27 @@ def print_report(report: AuditReport) -> None:
                               fmt_int(row["artifact_bytes"]))
             console.print(table)
         for f in r.findings:
+            if quiet and (f.severity == 0 or f.waived):
+                continue
             head = Text.assemble((f"{f.severity!s:<4} ", _STYLE[str(f.severity)]), (f.rule, "bold"))
             if f.location():
                 head.append(terminal(f"  {f.location()}"), style="cyan")
             console.print(head)
             console.print(Text(terminal("     " + f.message + (f"  [waived: {f.waived}]" if f.waived else ""))))
+            if quiet:
+                continue
             if f.via:
                 console.print(Text(terminal(f"     via {f.via}"), style="dim"))
             if f.evidence:
                 console.print(Text(terminal(f"     {f.evidence}"), style="dim"))
             if f.hint and f.severity > 0:
                 console.print(Text(terminal(f"     fix: {f.hint}"), style="green"))
+            if verbose and f.source:
+                console.print(Text(terminal(f"     source: {f.source}"), style="dim"))
         for error in r.errors:
             console.print(Text(terminal(f"ERROR {error}"), style="bold red"))
+        if verbose:
+            console.print(Text("nothing to report: " + (", ".join(quiet_rules(r, o)) or "-"), style="dim"))
+    if summary:
+        console.print()
+        console.print(Text(summary, style="bold"))

@@ -11,9 +11,8 @@ from __future__ import annotations
 from audits import __version__, catalogue
 from audits.engine import AuditReport
 from audits.findings import Severity
-from audits.registry import CHECKS
 from audits.report.neutral import code, fence, markdown
-from audits.report.text import seed_table
+from audits.report.text import quiet_rules, seed_table
 
 
 def _verdict_line(r, strict: bool) -> str:
@@ -67,8 +66,7 @@ def render_markdown(report: AuditReport) -> str:
             for f in infos:
                 where = f" ({code(f.location())})" if f.location() else ""
                 out.append(f"- `{f.rule}`{where}: {markdown(f.message)}")
-        quiet = [rule.id for rule in catalogue.RULES if rule.id in CHECKS and o.selected(rule.id)
-                 and not any(f.rule == rule.id for f in r.findings)]
+        quiet = quiet_rules(r, o)
         if quiet:
             out.append("")
             out.append("### Checked, nothing to report")

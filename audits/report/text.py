@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from audits import __version__
+from audits import __version__, catalogue
 from audits.engine import AuditReport
 from audits.findings import Severity
+from audits.registry import CHECKS, LEVELS, PASS
 from audits.report import neutral
 from audits.submission import runs
 
@@ -38,40 +39,76 @@ def _columns(rows: list[list[str]]) -> list[str]:
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
 
 
-def render_text(report: AuditReport) -> str:
+def quiet_rules(r, options) -> list[str]:
+    """The rules that ran on this submission and found nothing, in catalogue order."""
+    return [rule.id for rule in catalogue.RULES if rule.id in CHECKS and options.selected(rule.id)
+            and not any(f.rule == rule.id for f in r.findings)]
+
+
+def render_text(report: AuditReport, detail: str = "normal") -> str:
+    """`detail`: quiet (verdicts and the findings that count), normal, or verbose (also each
+    finding's source and the rules with nothing to report)."""
     o = report.options
-    out = [f"pgolf {__version__} audit; target Python {o.python_label} ({o.python_origin})"]
+    quiet, verbose = detail == "quiet", detail == "verbose"
+    out = [] if quiet else [f"pgolf {__version__} audit; target Python {o.python_label} ({o.python_origin})"]
     for r in report.submissions:
         sub = r.submission
-        out.append("")
+        if not quiet:
+            out.append("")
         out.append(f"{sub.root}")
-        out.append(f"  track: {sub.track} ({sub.track_origin})")
+        if not quiet:
+            out.append(f"  track: {sub.track} ({sub.track_origin})")
         deciding = r.deciding(o.strict)
         out.append(f"  verdict: {r.verdict(o.strict)}" + (
             f" ({deciding.rule}{' at ' + deciding.location() if deciding.location() else ''})"
             if deciding else ""))
-        if sub.logs:
+        if sub.logs and not quiet:
             out.append("")
             out.extend("  " + line for line in _columns(seed_table(sub)))
-        out.append("")
+        if not quiet:
+            out.append("")
         for f in r.findings:
+            if quiet and (f.severity == Severity.INFO or f.waived):
+                continue
             where = f" {f.location()}" if f.location() else ""
             waived = f" [waived: {f.waived}]" if f.waived else ""
             out.append(f"  {f.severity} {f.rule}{where}: {f.message}{waived}")
+            if quiet:
+                continue
             if f.via:
                 out.append(f"       via: {f.via}")
             if f.evidence:
                 out.append("       evidence: " + f.evidence.replace("\n", "\n" + " " * 17))
             if f.hint and f.severity > 0:
                 out.append(f"       fix: {f.hint}")
+            if verbose and f.source:
+                out.append(f"       source: {f.source}")
         for error in r.errors:
             out.append(f"  ERROR {error}")
-        counts = r.counts()
-        waived = sum(1 for f in r.findings if f.waived)
-        out.append(f"  summary: {counts[Severity.FAIL]} FAIL, {counts[Severity.WARN]} WARN, "
-                   f"{counts[Severity.INFO]} INFO"
-                   + (f", {waived} waived" if waived else ""))
+        if verbose:
+            out.append("  nothing to report: " + (", ".join(quiet_rules(r, o)) or "-"))
+        if not quiet:
+            counts = r.counts()
+            waived = sum(1 for f in r.findings if f.waived)
+            out.append(f"  summary: {counts[Severity.FAIL]} FAIL, {counts[Severity.WARN]} WARN, "
+                       f"{counts[Severity.INFO]} INFO"
+                       + (f", {waived} waived" if waived else ""))
     return neutral.terminal("\n".join(out)) + "\n"
+
+
+def summary_line(report: AuditReport, seconds: float) -> str:
+    """The report's last line: the overall verdict, the counts over every folder, the time."""
+    strict = report.options.strict
+    verdicts = [r.verdict(strict) for r in report.submissions]
+    overall = "ERROR" if any(r.errors for r in report.submissions) else min(
+        verdicts, key=LEVELS.index, default=PASS)
+    n = len(verdicts)
+    per_verdict = ", ".join(f"{verdicts.count(v)} {v}" for v in LEVELS if v in verdicts)
+    counts = {s: sum(r.counts()[s] for r in report.submissions) for s in Severity}
+    waived = sum(1 for r in report.submissions for f in r.findings if f.waived)
+    return (f"{overall}: {n} folder{'s' if n != 1 else ''}" + (f" ({per_verdict})" if n > 1 else "")
+            + f"; {counts[Severity.FAIL]} FAIL, {counts[Severity.WARN]} WARN, {counts[Severity.INFO]} INFO"
+            + (f", {waived} waived" if waived else "") + f"; {seconds:.1f} s")
 
 
 def finding_lines(sub, indent: str, explanations: dict[str, str] | None = None) -> list[str]:

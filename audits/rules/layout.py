@@ -31,33 +31,50 @@ _CLAIMS_VARIANT = re.compile(r"^submission[-_.\w]*\.json$", re.I)  # submission_
 
 @check("LAYOUT_NOT_SINGLE_FOLDER")
 def layout_not_single_folder(sub, options):
-    """What it checks: with `--base REF`, the change between REF and HEAD adds files in exactly one
-    new folder `records/track_10min_16mb/<name>/` (or `track_non_record_16mb`) and touches nothing
+    """What it checks: with `--base REF` (a checkout) or `--changed-files FILE` (the PR's changed
+    paths, as `git diff --name-status` prints them), the change adds files in exactly one new
+    folder `records/track_10min_16mb/<name>/` (or `track_non_record_16mb`) and touches nothing
     else: no edits, deletions or additions anywhere outside it.
 
     Why it matters: the README asks for "a pull request that only adds a new folder". PR #1204's
     merge deleted another record's folder; PRs #1143, #1289 and #1319 were refused for extra or
     misplaced files.
 
-    Illegal: a second records folder; an edited root README or workflow; a deleted file anywhere;
-    a folder placed under `parameter-golf/records/...`.
+    Illegal: a file added, edited or deleted outside the records folders (a root script, notes, a
+    data file); a folder placed under `parameter-golf/records/...`; an existing record edited or
+    deleted; further records folders bundled in a change made after the launch days.
 
     Legal: only `A` (added) paths, all under one new folder of a track.
 
-    Known limits: without `--base` the change is unknown and only an INFO note is made. Renames are
-    reported as a deletion plus an addition.
+    Warned, as merged records predate the convention: further records folders added whole in one
+    change when every folder is dated in the launch days (up to 2026-03-20): the organizers
+    merged such bundles then, and refused them afterwards.
+
+    Known limits: without `--base` or `--changed-files` the change is unknown and only an INFO
+    note is made. Renames are reported as a deletion plus an addition. The launch-days reading
+    goes by the dates in the folders' names, not the PR's date.
     """
     if sub.changes is None:
-        yield found("LAYOUT_NOT_SINGLE_FOLDER", "the change was not checked (no --base given)",
-                    severity=Severity.INFO, unchecked=True,
-                    hint="Run `pgolf audit REPO --base main` on a checkout to check the PR's layout.")
+        yield found("LAYOUT_NOT_SINGLE_FOLDER", "the change was not checked (no --base or --changed-files "
+                    "given)", severity=Severity.INFO, unchecked=True,
+                    hint="Run `pgolf audit REPO --base main` on a checkout, or give the PR's changed "
+                    "paths with --changed-files, to check the PR's layout.")
         return
     folders = sorted({_folder_of(path) for status, path in sub.changes if status == "A" and _folder_of(path)})
     if len(folders) > 1:
+        launch_days = all(_launch_days(f) for f in folders)
         yield found("LAYOUT_NOT_SINGLE_FOLDER",
-                    f"the change adds {len(folders)} records folders: " + ", ".join(folders),
-                    hint="Open one PR per submission.")
+                    f"the change adds {len(folders)} records folders: " + ", ".join(folders)
+                    + (" (all dated in the launch days, when such bundles were merged)" if launch_days else ""),
+                    severity=Severity.WARN if launch_days else None,
+                    evidence="\n".join(folders[:20]), hint="Open one PR per submission.")
     outside = [(s, p) for s, p in sub.changes if not _folder_of(p)]
+    misplaced = sorted({m.group(1) for s, p in outside if (m := _MISPLACED.match(p))})
+    for folder in misplaced[:20]:
+        yield found("LAYOUT_NOT_SINGLE_FOLDER", f"the change adds {display_name(folder)}, a records folder "
+                    "not at the repository's records/", file=display_name(folder),
+                    evidence=display_name(folder), hint="Move it to records/track_*/ at the repository root.")
+    outside = [(s, p) for s, p in outside if not _MISPLACED.match(p)]
     for status, path in outside[:20]:
         verb = {"A": "adds", "M": "modifies", "D": "deletes"}.get(status, f"changes ({status})")
         yield found("LAYOUT_NOT_SINGLE_FOLDER", f"the change {verb} {display_name(path)}, outside "
@@ -71,9 +88,24 @@ def layout_not_single_folder(sub, options):
                     f" {display_name(path)}, which already exists in the base",
                     file=display_name(path), evidence=f"{status}\t{display_name(path)}",
                     hint="A submission adds a new folder; it never edits or deletes existing records.")
-    if not folders:
+    if not folders and not misplaced:
         yield found("LAYOUT_NOT_SINGLE_FOLDER", "the change adds no folder under records/track_*/",
                     hint="Put the submission in records/track_10min_16mb/YYYY-MM-DD_name/.")
+
+
+# The organizers merged PRs that bundled several records folders in the challenge's first days
+# and refused them from then on (the git history of the challenge's main branch).
+LAUNCH_DAYS_END = datetime.date(2026, 3, 20)
+_MISPLACED = re.compile(r"^(.+/records/track_[^/]+/[^/]+)/")
+
+
+def _launch_days(folder: str) -> bool:
+    """Is the folder's name dated within the launch days?"""
+    m = re.match(r"(\d{4})-(\d{2})-(\d{2})_", folder.rsplit("/", 1)[-1])
+    try:
+        return bool(m) and datetime.date(int(m.group(1)), int(m.group(2)), int(m.group(3))) <= LAUNCH_DAYS_END
+    except ValueError:
+        return False
 
 
 def _folder_of(path: str) -> str | None:

@@ -38,23 +38,29 @@ def bundle_hashes(pinned: tuple[tuple[str, object], ...] | None = None) -> dict[
             hashlib.sha256(compact_form(source).encode()).hexdigest(): f"{name}'s compact form"}
 
 
-def known_hashes(source: str | None) -> dict[str, str]:
-    """The builds a shipped source may be: the full bundle, and the record bundle for the
-    settings it names as pinned (read statically, never run)."""
+def known_hashes(source: str | None) -> dict[str, tuple[str, tuple[tuple[str, str], ...]]]:
+    """sha256 -> (description, probe settings) of the builds a shipped source may be: the full
+    bundle, probed with every switch on, and the record bundle for the settings it names as
+    pinned (read statically, never run), probed with its pinned switches."""
     from trainer.bundle import pinned_settings
+    from trainer.probe import switch_settings
+    known = {sha: (what, tuple(sorted(switch_settings().items())))
+             for sha, what in bundle_hashes().items()}
     pinned = pinned_settings(source) if source else None
-    known = dict(bundle_hashes())
     if pinned is not None:
-        known.update(bundle_hashes(tuple(sorted(pinned.items()))))
+        settings = tuple(sorted(switch_settings(pinned).items()))
+        known.update({sha: (what, settings)
+                      for sha, what in bundle_hashes(tuple(sorted(pinned.items()))).items()})
     return known
 
 
-@functools.lru_cache(maxsize=1)
-def probe_results() -> tuple:
-    """The probes on pgolf's installed evaluation with a tiny random model (a few seconds, CPU).
-    They do not depend on the audited folder, so one run serves every folder of an audit."""
+@functools.lru_cache(maxsize=None)
+def probe_results(settings: tuple[tuple[str, str], ...] = ()) -> tuple:
+    """The probes on pgolf's installed evaluation with a tiny random model (a few seconds, CPU),
+    with `settings` on. They do not depend on the audited folder, so one run serves every folder
+    of an audit that ships a bundle with the same switches."""
     from trainer.probe import self_probe
-    return tuple(self_probe())
+    return tuple(self_probe(dict(settings)))
 
 
 @check("EVAL_CAUSALITY_PROBE")
@@ -62,8 +68,10 @@ def eval_causality_probe(sub, options):
     """What it checks: only with `--probe`, and only for a folder whose train_gpt.py is the bundle this
     pgolf version builds (same sha256, raw or compact form), pgolf runs its own installed
     evaluation (standard, sliding-window and score-first TTT phases, after a quantized artifact
-    roundtrip) on a tiny random model, then again with tokens altered. C1: replacing every token
-    after t leaves every loss of targets up to t unchanged. C3: replacing token t leaves earlier
+    roundtrip) on a tiny random model, with the shipped bundle's switches (SmearGate, the attention
+    gate, LQER: each on for the full bundle, as pinned for a record bundle), then again with
+    tokens altered. C1: replacing every token after t leaves every loss of targets up to t
+    unchanged. C3: replacing token t leaves earlier
     losses unchanged and target t is scored from exactly the distribution of the unaltered run
     (nothing trained on x_t first). C4: every position is scored once, and training uses only
     positions already scored. The folder's code is never executed: only its hash is read.
@@ -97,15 +105,16 @@ def eval_causality_probe(sub, options):
                     evidence=f"sha256 {shipped[:16]}",
                     hint="Probe a folder made by `pgolf package` with this pgolf version.")
         return
-    results = probe_results()
+    what, settings = known[shipped]
+    results = probe_results(settings)
     failed = [r for r in results if not r.ok]
     for r in failed:
         yield found("EVAL_CAUSALITY_PROBE", f"{r.condition} fails in the {r.phase} phase: {r.detail}",
                     file=ENTRY_SCRIPT,
-                    evidence=f"{known[shipped]} of this pgolf (sha256 {shipped[:16]})",
+                    evidence=f"{what} of this pgolf (sha256 {shipped[:16]})",
                     hint="A bug in pgolf's evaluation: report it; do not submit with this version.")
     if not failed:
         phases = sorted({r.phase for r in results})
         yield found("EVAL_CAUSALITY_PROBE", f"{len(results)} probes passed (C1, C3, C4 on "
                     f"{', '.join(phases)})", severity=Severity.INFO, file=ENTRY_SCRIPT,
-                    evidence=f"{known[shipped]} of this pgolf (sha256 {shipped[:16]})")
+                    evidence=f"{what} of this pgolf (sha256 {shipped[:16]})")

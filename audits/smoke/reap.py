@@ -16,7 +16,7 @@ def kill_all(proc: subprocess.Popen, mark: bytes) -> None:
     namespace with it), its process group, and any process still carrying the child's
     environment mark (at level `none`, that finds a process that left the group, unless it also
     replaced its environment); then wait until none of them is left."""
-    doomed = _descendants(proc.pid)
+    doomed = descendants(proc.pid)
     for pid in doomed:
         _kill(pid)
     try:
@@ -35,7 +35,8 @@ def kill_all(proc: subprocess.Popen, mark: bytes) -> None:
         time.sleep(0.05)
 
 
-def _descendants(pid: int) -> list[int]:
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid`, from the children lists of each of its threads in /proc."""
     found, stack = [], [pid]
     while stack:
         parent = stack.pop()

@@ -103,8 +103,8 @@ class Submission:
     scripts: dict[str, Script] = dataclasses.field(default_factory=dict)
     requirements: list[str] | None = None
     launch: dict[str, str] = dataclasses.field(default_factory=dict)  # shell scripts: rel -> text
-    changes: list[tuple[str, str]] | None = None  # (git status letter, repo path) with --base
-    repo_rel: str | None = None  # the folder's path inside the repository, with --base
+    changes: list[tuple[str, str]] | None = None  # (status letter, repo path): --base, --changed-files
+    repo_rel: str | None = None  # the folder's path inside the repository, when known
     problems: list[Problem] = dataclasses.field(default_factory=list)
 
     @property
@@ -144,6 +144,15 @@ def load(path: str | os.PathLike, changes=None, repo_rel=None, placed_at=None) -
     if sub.track_origin.startswith("assumed"):
         _track_from_declaration(sub)
     return sub
+
+
+def place(sub: Submission, repo_rel: str) -> None:
+    """Give a loaded folder its place in the repository (found in a changed-paths list): its
+    repository path, the name it has there, and the track that place gives."""
+    sub.repo_rel, sub.name = repo_rel, repo_rel.rsplit("/", 1)[-1]
+    track, origin = _track_from_path(sub.root, repo_rel)
+    if not origin.startswith("assumed"):
+        sub.track, sub.track_origin = track, origin
 
 
 def _track_from_path(root: Path, repo_rel: str | None) -> tuple[str, str]:

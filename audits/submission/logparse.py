@@ -44,6 +44,8 @@ _TRAIN_LOADER = re.compile(r"^train_loader:dataset:(\S+)\s+train_shards:(\d+)")
 _TRAIN_SHARDS = re.compile(r"^train_shards:\s*(\d+)")
 _SEED = re.compile(r"^seed:\s*(-?\d+)\s*$")
 _HPARAM = re.compile(r"^  ([A-Za-z_][A-Za-z0-9_]*):\s?(.*)$")
+# A feature the run announces as on (`ngram_cache:enabled orders=2-9`): its setting was turned on.
+_ENABLED = re.compile(r"^([a-z][a-z0-9_]*):enabled\b")
 _PYTHON = re.compile(r"^Running Python (\d+\.\d+\.\d+)")
 _TORCH = re.compile(r"^Running PyTorch (\S+)")
 _GPU = re.compile(r"^\|\s+\d+\s+(NVIDIA [A-Za-z0-9 ]+?)\s{2,}")
@@ -315,6 +317,9 @@ def _parse_line(log: ParsedLog, raw: str, n: int, in_hparams: bool) -> None:
     line = _TIMESTAMP.sub("", raw.strip())
     if not line:
         return
+    enabled = _ENABLED.match(line)
+    if enabled:
+        log.hparams.setdefault(enabled.group(1), Value("enabled", n, line))
     gpu = _GPU.match(line)
     if gpu:
         log.gpus.append(Value(gpu.group(1).strip(), n, line))

@@ -1,7 +1,7 @@
 """How a submission's runs were launched: the settings its launch scripts and README's run commands
-set (`NGRAM_CACHE=1 torchrun ...`) and its logs' hyperparameters print (code the analysis finds
-behind a setting that is off by default ran when these turn it on), and the data files those
-lines put in place."""
+set (`NGRAM_CACHE=1 torchrun ...`) and its logs' hyperparameters print or announce
+(`ngram_cache:enabled`) (code the analysis finds behind a setting that is off by default ran when
+these turn it on), and the data files those lines put in place."""
 
 from __future__ import annotations
 

@@ -236,6 +236,11 @@ class _Interpreter:
                 return base.encode(*args[:1] or ["utf-8"])
             except (UnicodeEncodeError, LookupError) as exc:
                 raise Unreadable(f"the payload does not encode: {exc}") from None
+        if isinstance(base, (bytes, str)) and attr == "replace" and len(args) == 2 \
+                and all(type(a) is type(base) for a in args):  # b85decode(_b.replace(b"\n", b""))
+            if len(args[1]) > len(args[0]) and len(base) * len(args[1]) > self.limit:
+                raise _too_big(self.limit)
+            return base.replace(*args)
         if isinstance(base, _File) and attr == "replace" and len(args) == 2 and all(isinstance(a, str) for a in args):
             return base.replace(*args)
         if isinstance(base, _File) and attr == "with_name" and args and isinstance(args[0], str):

@@ -154,7 +154,7 @@ def test_escape_sequences_and_markdown_in_an_exception_come_out_inert(tmp_path):
     assert "RuntimeError" in smoke_message(findings)
     before = snapshot.folder_state(run.folder, 2**30)
     outputs = {}
-    for fmt in ("rich", "text", "markdown", "github", "json"):
+    for fmt in ("rich", "text", "markdown", "github", "json", "sarif"):
         done, reaped = run.pgolf("audit", str(run.folder), "--format", fmt)
         run.check_contained(done, reaped, before)
         outputs[fmt] = done.stdout.decode()

@@ -108,3 +108,34 @@ def test_unexpected_error_is_one_line_without_traceback(tmp_path):
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "pgolf: internal error: RuntimeError: disk on fire (rerun with --debug for the traceback)"]
+
+
+def test_changed_files_from_a_file_and_from_stdin(tmp_path):
+    folder = write_folder(tmp_path / GOOD, good_folder_files())
+    lines = "".join(f"A\trecords/track_10min_16mb/{GOOD}/{rel}\n" for rel in good_folder_files())
+    listing = tmp_path / "changes.txt"
+    listing.write_text(lines + "M\tREADME.md\n")
+    for args, stdin in (([str(listing)], None), (["-"], lines + "D\tdata/x.bin\n")):
+        done = subprocess.run([sys.executable, "-m", "pgolf_cli", "audit", "--no-smoke", "--format", "json",
+                               "--only", "LAYOUT_NOT_SINGLE_FOLDER", "--changed-files", *args, str(folder)],
+                              input=stdin, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 1, done.stderr
+        found = json.loads(done.stdout)["submissions"][0]["findings"]
+        assert [(f["severity"], f["file"]) for f in found] == [
+            ("FAIL", "README.md" if stdin is None else "data/x.bin")]
+
+
+def test_changed_files_errors_are_one_line(tmp_path):
+    folder = write_folder(tmp_path / GOOD, good_folder_files())
+    bad = tmp_path / "bad.txt"
+    bad.write_text("A\t../../etc/passwd\n")
+    big = tmp_path / "big.txt"
+    with open(big, "wb") as handle:
+        handle.truncate(5 * 1024 * 1024)
+    for args, message in ((["--changed-files", str(bad)], "line 1: '../../etc/passwd' leaves"),
+                          (["--changed-files", str(big)], "over 4 MiB"),
+                          (["--changed-files", str(tmp_path / "none.txt")], "cannot read it"),
+                          (["--changed-files", str(bad), "--base", "main"], "not both")):
+        result = run("audit", "--no-smoke", *args, str(folder))
+        assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
+        assert len(result.output.strip().splitlines()) == 1

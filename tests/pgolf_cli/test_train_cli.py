@@ -72,3 +72,28 @@ def test_with_gpus_the_run_folder_gets_the_record_bundle(data_dir, tmp_path, mon
     expected = build_bundle(settings=record_settings(load_config({**settings, "DATA_DIR": str(data_dir)})))
     assert shipped == expected and "\nPINNED: dict[str, Any] = {'" in shipped
     assert "def start_progress" not in shipped and "def start_progress" in build_bundle()
+
+
+@pytest.mark.parametrize("settings, holds", [
+    ([], set()),
+    (["--set", "SMEAR_GATE_ENABLED=1"], {"SmearGate"}),
+    (["--set", "LQER_ENABLED=1", "--set", "SPARSE_ATTN_GATE_ENABLED=1"], {"HeadGate", "fold_corrections"}),
+])
+def test_with_gpus_the_bundle_holds_what_the_settings_switch_on(data_dir, tmp_path, monkeypatch,
+                                                                settings, holds):
+    """The launch and the hardware are the boundary: the run folder's train_gpt.py is what would
+    run, the record bundle of these settings."""
+    import subprocess
+
+    import pgolf_cli.train_cmd
+    launched = []
+    monkeypatch.setattr(pgolf_cli.train_cmd, "_gpu_count", lambda: 1)
+    monkeypatch.setattr(pgolf_cli.train_cmd.subprocess, "run",
+                        lambda cmd, env: launched.append(cmd) or subprocess.CompletedProcess(cmd, 0))
+    result = run("--preset", "tiny", "--data-dir", str(data_dir), *settings, "--nproc", "1",
+                 "--out", str(tmp_path / "r"))
+    assert result.exit_code == 0, result.output
+    script = (tmp_path / "r" / "train_gpt.py").read_text()
+    assert launched and launched[0][-1] == str(tmp_path / "r" / "train_gpt.py")
+    for name in ("SmearGate", "HeadGate", "fold_corrections"):
+        assert (f"\ndef {name}(" in script or f"\nclass {name}(" in script) == (name in holds), name

@@ -11,6 +11,7 @@ from trainer.bundle import build_bundle, package_dir, pinned_settings
 from trainer.codesize import compact_form
 from trainer.config import PER_RUN, load_config, record_settings
 from trainer.errors import TrainerError
+from trainer_support import clean_env, make_data_dir
 
 # Standard-library names that Python 3.10 lacks (added in 3.11 or later).
 NEWER_STDLIB = {"tomllib", "wsgiref.types", "typing.Self", "typing.LiteralString", "typing.Never",
@@ -301,11 +302,31 @@ def test_the_record_bundle_is_the_trainer_less_what_the_record_never_runs(bundle
     assert len(compact_form(record_text)) < len(compact_form(bundle_text))
 
 
-def test_the_record_bundle_refuses_another_value_of_a_pinned_setting(record_text, tmp_path):
+@pytest.mark.parametrize("name, value, built", [
+    ("TTT_ENABLED", "0", "False: this train_gpt.py was built for True"),
+    ("SMEAR_GATE_ENABLED", "1", "True: this train_gpt.py was built for False"),
+    ("SPARSE_ATTN_GATE_ENABLED", "1", "True: this train_gpt.py was built for False"),
+    ("LQER_ENABLED", "1", "True: this train_gpt.py was built for False"),
+])
+def test_the_record_bundle_refuses_another_value_of_a_pinned_setting(record_text, tmp_path,
+                                                                     name, value, built):
+    """Before anything runs: the record's file holds neither the gates nor LQER."""
     script = tmp_path / "train_gpt.py"
     script.write_text(record_text)
     result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
-                            env={"PATH": "/usr/bin:/bin", "TTT_ENABLED": "0"})
+                            env={"PATH": "/usr/bin:/bin", name: value})
     assert result.returncode == 2
-    assert result.stderr == ("train_gpt: TTT_ENABLED=False: this train_gpt.py was built for True and "
-                             "holds only that code; pgolf train builds one for these settings\n")
+    assert result.stderr == (f"train_gpt: {name}={built} and holds only that code; pgolf train "
+                             "builds one for these settings\n")
+
+
+def test_the_gates_and_lqer_ship_only_where_their_settings_are_on(bundle_text, record_text):
+    """No list of optional modules: code under `if cfg.lqer_enabled:` folds away in the record
+    bundle and what only it reached (trainer/gates.py, trainer/lqer.py) is dropped with it."""
+    frontier = build_bundle(settings=record_settings(load_config({"PRESET": "frontier"})))
+    smear_only = build_bundle(settings=record_settings(load_config({"SMEAR_GATE_ENABLED": "1"})))
+    defs = ("class SmearGate(", "class HeadGate(", "def lqer_corrections(", "def fold_corrections(")
+    assert [d in record_text for d in defs] == [False] * 4
+    assert [d in frontier for d in defs] == [True] * 4 and all(d in bundle_text for d in defs)
+    assert [d in smear_only for d in defs] == [True, False, False, False]
+    assert pinned_settings(frontier)["lqer_enabled"] is True

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from audits.submission.logparse import parse_log
-from trainer import artifact, compress, quant, scoring, sliding
+from trainer import artifact, compress, lqer, quant, scoring, sliding
 from trainer.codesize import compact_form
 from tinylm import byte_table, config, markov_tokens, tiny_model
 
@@ -194,3 +194,26 @@ def test_the_calibration_window_is_what_is_left_of_the_training_budget():
     assert artifact.calibration_seconds(cfg, 588_900.0) == pytest.approx(11.1)
     assert artifact.calibration_seconds(cfg, 601_000.0) == 0.0
     assert artifact.calibration_seconds(config(max_wallclock_seconds=0.0), 5_000.0) == float("inf")
+
+
+@pytest.mark.slow
+def test_lqer_factors_are_written_counted_and_kept_when_the_cap_is_fitted(tmp_path, monkeypatch):
+    """LQER on: the factors of the worst matrices are in the artifact; a cap the factors push the
+    model over is met by pruning levels (trainer/fitcap.py), never by dropping the factors."""
+    cfg = config(lqer_enabled=True, lqer_top_k=2, lqer_rank=2, lqer_group=16, ttt_enabled=False,
+                 sliding_window_enabled=False)
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "lqer").mkdir()
+    plain, _ = _export(tmp_path / "plain", cfg=config(ttt_enabled=False, sliding_window_enabled=False))
+    corrected, lines = _export(tmp_path / "lqer", cfg=cfg)
+    assert corrected["model_bytes"] > plain["model_bytes"]  # the factors cost bytes
+    assert any(line.startswith("lqer:rank 2 corrections of ") for line in lines)
+    stored = compress.read_artifact(tmp_path / "lqer" / "model.pga")
+    factors = {n: t for n, t in stored.items() if ".lqer_" in n}
+    assert len(factors) == 2 * len(lqer.SUFFIXES)
+    cap = plain["total_bytes"]  # the unfitted model with factors is over it
+    monkeypatch.setattr(artifact, "CAP_BYTES", cap)
+    fitted, lines = _export(tmp_path, cfg=cfg)
+    assert fitted["pruned_levels"] > 0 and fitted["total_bytes"] <= cap
+    after = compress.read_artifact(tmp_path / "model.pga")
+    assert all(torch.equal(after[n], t) for n, t in factors.items())

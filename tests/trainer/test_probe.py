@@ -131,3 +131,26 @@ def test_a_trainer_model_that_attends_ahead_fails_c1(monkeypatch):
     monkeypatch.setattr(trainer.model, "causal_attention", non_causal)
     failures = _failures(probe.self_probe())
     assert {("C1", phase) for phase in probe.PHASES} <= failures
+
+
+def test_pgolf_evaluation_with_the_frontier_modules_passes_every_probe():
+    """SmearGate (documents packed with BOS in the probe's stream), the attention gate and
+    LQER's corrected artifact: every phase keeps C1, C3 and C4."""
+    results = probe.self_probe(probe.switch_settings())
+    assert len(results) == 21 and not _failures(results)
+    assert probe.switch_settings() == {"SMEAR_GATE_ENABLED": "1", "SPARSE_ATTN_GATE_ENABLED": "1",
+                                       "LQER_ENABLED": "1"}
+    assert probe.switch_settings({"lqer_enabled": False, "ttt_enabled": True}) == {"LQER_ENABLED": "0"}
+
+
+def test_a_smear_that_reads_the_next_token_fails_c3(monkeypatch):
+    """The probes see through the gates: SmearGate mixing x_{t+1} instead of x_{t-1} lets the
+    distribution that scores target t read x_t itself."""
+    import trainer.gates
+
+    def ahead(self, x, input_ids):
+        return torch.cat((x[:, :-1] + self.lam * x[:, 1:], x[:, -1:]), dim=1)
+
+    monkeypatch.setattr(trainer.gates.SmearGate, "forward", ahead)
+    failures = _failures(probe.self_probe({"SMEAR_GATE_ENABLED": "1"}))
+    assert {("C3", phase) for phase in probe.PHASES} <= failures

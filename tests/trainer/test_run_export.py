@@ -72,3 +72,26 @@ def test_a_model_no_pruning_can_fit_stops_before_training(monkeypatch, data_dir,
                                       r"make the model smaller$", err[0])
     assert not (tmp_path / "final_model.pga").exists()
     assert not (tmp_path / "final_model.pt").exists()  # no step was trained
+
+
+@pytest.mark.slow
+def test_a_run_with_the_frontier_techniques_ends_with_a_corrected_artifact(monkeypatch, data_dir,
+                                                                          tmp_path):
+    """The frontier preset's techniques on the tiny model: the gates train, LQER's factors are
+    in the artifact and folded back when it is scored, the embedding is int7."""
+    from trainer.config import PRESETS
+    techniques = {"SMEAR_GATE_ENABLED", "SPARSE_ATTN_GATE_ENABLED", "LQER_ENABLED", "EMBED_BITS",
+                  "EMBED_CLIP_SIGMAS", "MLP_CLIP_SIGMAS", "ATTN_CLIP_SIGMAS"}
+    for name, value in PRESETS["frontier"].items():
+        if name.upper() in techniques:
+            monkeypatch.setenv(name.upper(), str(value))
+    text = _run(monkeypatch, data_dir, tmp_path)
+    log = parse_log(text)
+    assert re.search(r"^  gptq int7: tok_emb\.weight$", text, re.M)
+    assert re.search(r"^lqer:rank 4 corrections of \S+, \S+, \S+ \(\d[\d,]* values\)", text, re.M)
+    stored = read_artifact(tmp_path / "final_model.pga")
+    assert sum(name.endswith(".lqer_a") for name in stored) == 3
+    assert "smear_gate.lam" in stored and "blocks.0.attn.head_gate.weight" in stored
+    bpb = {m.name: m.val_bpb for m in log.metrics}
+    assert abs(bpb["quantized_exact"] - bpb["pre-quantization"]) < 0.05
+    assert bpb["quantized_ttt_exact"] < bpb["quantized_sliding_window_exact"]

@@ -71,7 +71,7 @@ def test_environment_values_are_parsed_by_type():
     ({"MATRIX_LR": "fast"}, "MATRIX_LR='fast': expected a number"),
     ({"TIE_EMBEDDINGS": "2"}, "TIE_EMBEDDINGS='2': expected 0 or 1"),
     ({"COMPRESSOR": "zstd"}, "COMPRESSOR='zstd': expected one of brotli, lzma, best"),
-    ({"PRESET": "huge"}, "PRESET='huge': expected one of record, baseline, tiny"),
+    ({"PRESET": "huge"}, "PRESET='huge': expected one of record, frontier, baseline, tiny"),
     ({"MATRX_LR": "0.1"}, "unknown setting MATRX_LR in the environment (did you mean MATRIX_LR"),
     ({"WARMDOWN_ITERS": "1200"}, "unknown setting WARMDOWN_ITERS"),
     ({"PHASED_TTT_ENABLED": "1"}, "unknown setting PHASED_TTT_ENABLED"),
@@ -133,3 +133,33 @@ def test_hyperparameter_block_parses_as_the_challenge_logs_it():
     assert parsed.seed.value == 1337
     assert parsed.dataset.value == "fineweb10B_sp8192"
 
+
+
+# What the 2026-04-27 record (PR #1855) ran of the techniques the frontier preset adds: its
+# command line and the Hyperparameters block of its seed-42 log.
+RECORD_1855 = {
+    "smear_gate_enabled": True, "sparse_attn_gate_enabled": True, "sparse_attn_gate_scale": 0.5,
+    "gate_window": 12, "lqer_enabled": True, "lqer_rank": 4, "lqer_top_k": 3, "lqer_group": 64,
+    "embed_bits": 7, "embed_clip_sigmas": 14.0, "mlp_clip_sigmas": 11.5, "attn_clip_sigmas": 13.0,
+    "matrix_lr": 0.026, "muon_momentum": 0.97, "muon_ns_coeffs": "polar_express", "beta2": 0.99,
+    "warmdown_frac": 0.85, "min_lr": 0.1, "qk_gain_init": 5.0, "gptq_calibration_batches": 16,
+}
+
+
+def test_frontier_preset_is_the_record_plus_the_2026_04_27_techniques():
+    record, frontier = load_config({}), load_config({"PRESET": "frontier"})
+    assert {k: getattr(frontier, k) for k in RECORD_1855} == RECORD_1855
+    changed = {f.name for f in fields() if getattr(record, f.name) != getattr(frontier, f.name)}
+    assert changed - {"preset", "run_id"} == set(PRESETS["frontier"])
+    # Its calibration ends inside the training budget, as the record's compliance re-run.
+    assert frontier.gptq_reserve_seconds == 8.0
+    # Off in the record preset: its runs are unchanged.
+    assert not (record.smear_gate_enabled or record.sparse_attn_gate_enabled or record.lqer_enabled)
+    assert record.mlp_clip_sigmas is record.attn_clip_sigmas is None
+
+
+def test_frontier_techniques_switch_one_at_a_time():
+    cfg = load_config({"PRESET": "frontier", "LQER_ENABLED": "0", "MLP_CLIP_SIGMAS": "auto"})
+    assert cfg.smear_gate_enabled and not cfg.lqer_enabled and cfg.mlp_clip_sigmas is None
+    with pytest.raises(TrainerError, match="GATE_WINDOW=0"):
+        load_config({"GATE_WINDOW": "0"})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from audits.registry import C2, FAIL, ILLEGAL, Rule, Words, check, issue, pr, rules, words
 from audits.rules.legality.evidence import findings
+from audits.rules.legality.native_evidence import native_findings
 
 RULES = rules(
     Rule("BYTE_MIXTURE_NOT_NORMALIZED", FAIL, "legality",
@@ -15,6 +16,12 @@ WORDS = words(
     own_bytes=Words(
         "probabilities of the scored token's own bytes ({at}) are mixed into its score at {other}; "
         "the result is not a distribution over the token vocabulary",
+        "Mix distributions over the whole vocabulary and normalize before reading the target's "
+        "probability."),
+    spread=Words(
+        "the {language} loop at {at} divides the position's loss by a count looked up at the token "
+        "read at {other} (its own bytes) in code that mixes probabilities: the token's probability "
+        "spread over its bytes and mixed per byte is not a distribution over the token vocabulary",
         "Mix distributions over the whole vocabulary and normalize before reading the target's "
         "probability."),
 )
@@ -35,6 +42,13 @@ def byte_mixture_not_normalized(sub, options):
     Legal: byte-model probabilities computed for every token of the vocabulary and renormalized
     before mixing.
 
-    Known limits: recognises byte tables indexed by the target and tokenizer decode calls on it.
+    Also read: loops over positions outside the interpreter's reach, in native code a script of
+    the run loads (C/C++, shipped or embedded in a string) and in Python functions the run calls
+    on gathered arrays: `nn_logp = -nll[i] / lens[tid]` with `tid = target[i]`, in code that mixes
+    probabilities (log-sum-exp, a weight and `1 - lam`).
+
+    Known limits: recognises byte tables indexed by the target and tokenizer decode calls on it;
+    native code and gathered arrays are read lexically, loop by loop.
     """
     yield from findings(sub, "BYTE_MIXTURE_NOT_NORMALIZED")
+    yield from native_findings(sub, "BYTE_MIXTURE_NOT_NORMALIZED", "spread", "spread")

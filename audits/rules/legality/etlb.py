@@ -27,7 +27,8 @@ WORDS = words(
 @check("ETLB")
 def etlb(sub, options):
     """What it checks: a bias tensor kept across windows (made once, outside the scoring loop,
-    with gradients) that is fitted on a window's targets before that window is scored with it.
+    with gradients, or stepped by a gradient written by hand: `b = b - lr * (softmax - one_hot)`)
+    that is fitted on a window's targets before that window is scored with it.
     Fitting it after the window is scored, for later windows only, is score-first and noted INFO.
 
     Why it matters: the window's own tokens shape the bias that scores them (#1017 C1, C3); the

@@ -16,6 +16,11 @@ WORDS = words(
         "validation tokens are written into the artifact at {at} ({detail})",
         "The artifact may hold only the model and code: remove the validation data from what is "
         "saved."),
+    answers_read=Words(
+        "the scored validation token is compared at {at} with tokens read back from a compressed "
+        "blob: the answers are stored, not predicted",
+        "The artifact may hold only the model and code: score every token by the model's "
+        "prediction."),
 )
 
 
@@ -23,13 +28,17 @@ WORDS = words(
 def paid_prefix(sub, options):
     """What it checks: validation tokens (not scores or statistics of them) passed to a
     serializer or compressor (`torch.save`, `pickle`, `np.save`, `lzma`/`zlib`/`brotli`/`zstd`
-    compress) or registered as a module buffer.
+    compress) or registered as a module buffer; and a score that reads stored answers: the scored
+    token compared with tokens decompressed from a blob (`lzma.decompress`), such as a match
+    that scores as free.
 
     Why it matters: README FAQ: you cannot access validation data during training "by compressing
     it into your 16mb with 'paid prefix'"; PRs #168 and #262 did exactly that (#1017 C1).
 
     Illegal: `torch.save({"w": state, "prefix": val_tokens[:n]}, f)`;
-    `self.register_buffer("memory", val_tokens[:n])`.
+    `self.register_buffer("memory", val_tokens[:n])`;
+    `prefix = np.frombuffer(lzma.decompress(blob), "<u2")`, then
+    `nll *= ~(prefix[pos:pos + n] == y[:n])`.
 
     Legal: saving the model, and tables built from training data.
 

@@ -32,8 +32,10 @@ def prequant_ttt_on_val(sub, options):
 
     Legal: fine-tuning on training data; score-first TTT during evaluation.
 
-    Known limits: the fine-tune and the evaluation must both be reached from the entry point; an
-    update on validation data that no later score is found for is reported as
-    VAL_DATA_IN_TRAINING instead.
+    Known limits: a fine-tune after the model's weights were written out (the quantization round
+    trip) is evaluation-time TTT_SCORE_AFTER_ADAPT; a whole-set evaluation inside the fine-tune's
+    epoch loop is a diagnostic and does not make it score-first. The fine-tune and the evaluation
+    must both be reached from the entry point; an update on validation data that no later score
+    is found for is reported as VAL_DATA_IN_TRAINING instead.
     """
     yield from findings(sub, "PREQUANT_TTT_ON_VAL")

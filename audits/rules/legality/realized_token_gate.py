@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from audits.registry import C1, FAIL, ILLEGAL, Rule, Words, check, pr, rules, words
 from audits.rules.legality.evidence import findings
+from audits.rules.legality.native_evidence import native_findings
 
 RULES = rules(
     Rule("REALIZED_TOKEN_GATE", FAIL, "legality",
@@ -16,6 +17,12 @@ WORDS = words(
         "the weight at {at} is read from the token being scored and changes that token's "
         "probability (scored at {other})",
         "Compute gates and mixture weights from the context only (tokens before the one scored)."),
+    native_gate=Words(
+        "the {language} loop branches at {at} on a table looked up at the token read at {other}, and "
+        "the branch decides the outputs for that token's position before the token enters the "
+        "state: the hint for a token is gated by the token itself",
+        "Gate on the context (the previous token, the state before the position), never on the "
+        "token the position predicts."),
 )
 
 
@@ -33,6 +40,15 @@ def realized_token_gate(sub, options):
     Legal: gates from the previous token or the context (`is_boundary[prev]`); masking which
     positions count (a padding mask on the NLL).
 
+    Also read: native code (C/C++) that a script of the run loads (ctypes, cffi, a torch
+    extension), shipped as a file or embedded in a string: in a loop over positions `i`, a branch
+    on a table looked up at `tok = tokens[i]` that decides what is written for position `i`
+    (`if (!boundary_lut[tok]) hint_prob[i] = ...`), where `tok` enters the state only afterwards.
+
     Known limits: a weight multiplying the NLL itself is read as a position mask, not a gate.
+    Native code is read lexically (no preprocessor, no calls followed): a gate in a helper
+    function the loop calls is not seen.
     """
     yield from findings(sub, "REALIZED_TOKEN_GATE")
+    yield from native_findings(sub, "REALIZED_TOKEN_GATE", "gate", "native_gate")
+

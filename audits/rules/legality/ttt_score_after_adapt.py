@@ -20,6 +20,9 @@ WORDS = words(
         "the update at {at} trains on tokens before they are scored at {other}", _HINT),
     scored_again=Words(
         "tokens trained on at {at} are scored again at {other} in a later pass of the loop", _HINT),
+    adapt_pass=Words(
+        "the pass at {at} trains the exported model on the validation tokens, which are scored "
+        "after it, at {other}", _HINT),
     multi_epoch=Words(
         "the update at {at} runs several passes over the same already-scored tokens (multi-epoch "
         "adaptation)", "No score changes, but reviewers have asked for a ruling; one pass per chunk "
@@ -37,7 +40,9 @@ def ttt_score_after_adapt(sub, options):
     step, or an in-place update from gradients), the order of the two on the same tokens. Scoring
     first, then training, is the legal score-first TTT and is noted as INFO. Training first, or
     scoring the same tokens again in a later pass (an epoch loop around the chunk loop, a chunk
-    loop that rescans the whole set), fails. Repeated passes over a chunk that was already scored
+    loop that rescans the whole set, a loop that calls a score-first pass again), fails. So does
+    an adaptation pass of its own over the validation tokens run after the model was written out
+    (test-time training after the quantization round trip) and scored after it. Repeated passes over a chunk that was already scored
     (multi-epoch adaptation) are a warning.
 
     Why it matters: #1017 C3 (score before update) and the README FAQ: "you are only allowed to
@@ -46,7 +51,9 @@ def ttt_score_after_adapt(sub, options):
     TTT after scoring is asked about on PR #1698 without a ruling, hence a warning.
 
     Illegal: `for ci in chunks: train(model, chunk); total += score(model, chunk)`;
-    `for epoch in range(3): for ci in chunks: ... if epoch == 2: total += nll ...; opt.step()`.
+    `for epoch in range(3): for ci in chunks: ... if epoch == 2: total += nll ...; opt.step()`;
+    `torch.save(quantize(model.state_dict()), f); m = load(f); ttt_adapt(m, val_tokens,
+    epochs=30); eval_val(m, val_tokens)`.
 
     Legal: `for ci in chunks: with torch.no_grad(): total += nll(chunk); if not last: train(chunk)`
     (PR #549, #1413); per-document LoRA that scores a chunk before its Adam step (PR #77, #1530);
@@ -55,6 +62,8 @@ def ttt_score_after_adapt(sub, options):
     Known limits: order is read from the code, per function, through calls pgolf can resolve by
     name; a score kept only for logging inside the training phase is told apart from the reported
     one by whether its loss is backpropagated. A score and an update on different slices of the
-    same tensor in one iteration are assumed to cover the same chunk.
+    same tensor in one iteration are assumed to cover the same chunk. A pass of its own is read as
+    evaluation-time only where a file or bytes serializer wrote the model's weights before it; with
+    none, it is PREQUANT_TTT_ON_VAL (after training) or VAL_DATA_IN_TRAINING.
     """
     yield from findings(sub, "TTT_SCORE_AFTER_ADAPT")

@@ -16,6 +16,10 @@ WORDS = words(
         "a first pass over the validation tokens scores them and fills the table at {at}; a second "
         "pass reads it at {other} and scores them again",
         "Score in one left-to-right pass; update the table only with tokens already scored."),
+    rescored_after_adapt=Words(
+        "the validation tokens are scored again at {at}, after the pass at {other} scored them and "
+        "trained on them",
+        "Report the score of the one pass that scored each token before training on it."),
     better_of_two=Words(
         "the score at {other} keeps the better of two predictions, chosen at {at} by comparing "
         "their losses on the true token",
@@ -27,17 +31,21 @@ WORDS = words(
 @check("TWO_PASS_RESCORE")
 def two_pass_rescore(sub, options):
     """What it checks: a score that keeps the better of two predictions chosen by comparing their
-    losses on the true token (`min` of two NLLs), and a first pass that scores the validation
-    tokens while filling a table that a second pass reads to score them again.
+    losses on the true token (`min` of two NLLs), a first pass that scores the validation
+    tokens while filling a table that a second pass reads to score them again, and a pass that
+    scores them while adapting to them (score-first TTT) followed by a second scoring pass with
+    the adapted model.
 
     Why it matters: #1017 C4 (one left-to-right pass, no picking by outcome); PRs #846, #853,
     #959 (two-pass full rescore) and #659 (min of model and n-gram NLL) were ruled out.
 
     Illegal: `nll = torch.minimum(nll_model, nll_cache)`; pass 1 fills `cache` and sums NLL, pass
-    2 rescores with `cache`.
+    2 rescores with `cache`; `eval_with_ttt(model, val_tokens); eval_val(model, val_tokens)`.
 
     Legal: one pass, mixing with weights from the context only.
 
-    Known limits: rescoring after training is TTT_SCORE_AFTER_ADAPT's finding.
+    Known limits: rescoring after training is TTT_SCORE_AFTER_ADAPT's finding; after a pass that
+    also scored, both rules report it. A rescore on a copy read back from the artifact afresh is
+    not one.
     """
     yield from findings(sub, "TWO_PASS_RESCORE")

@@ -10,13 +10,16 @@ from audits.legality import analyse_sources
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("record", [False, True])
-def test_the_bundled_trainer_has_no_legality_problem(record):
-    """The full bundle, and the record bundle for the record settings (what a GPU run ships)."""
+@pytest.mark.parametrize("preset", [None, "record", "frontier"])
+def test_the_bundled_trainer_has_no_legality_problem(preset):
+    """The full bundle, and each preset's record bundle (what a GPU run ships): the frontier's
+    holds the gates and LQER too."""
     bundle = pytest.importorskip("trainer.bundle")
     from trainer.config import load_config, record_settings
-    settings = record_settings(load_config({})) if record else None
-    result = analyse_sources((("train_gpt.py", bundle.build_bundle(settings=settings)),))
+    settings = None if preset is None else record_settings(load_config({"PRESET": preset}))
+    source = bundle.build_bundle(settings=settings)
+    assert ("def fold_corrections(" in source) == (preset != "record")
+    result = analyse_sources((("train_gpt.py", source),))
     assert result.unparsed == {}
     problems = [(v.rule, v.severity.name, v.kind) for v in result.verdicts if v.severity > Severity.INFO]
     assert problems == []

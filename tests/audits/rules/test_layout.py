@@ -141,3 +141,65 @@ def test_base_on_a_non_repository_is_an_input_error(tmp_path):
     from audits.submission import InputError
     with pytest.raises(InputError, match="git"):
         audit_findings(write_folder(tmp_path / "plain", {"a.txt": "x"}), base_ref="main")
+
+
+def _changes(*lines):
+    from audits.submission.gitdiff import parse_changes
+    return tuple(parse_changes("\n".join(lines), "test"))
+
+
+def test_changed_paths_list_places_the_folder_and_finds_outside_files(tmp_path):
+    folder = write_folder(tmp_path / "copy", good_folder_files())  # a copy under another name
+    own = "records/track_non_record_16mb/" + GOOD
+    changes = _changes(*(f"A\t{own}/{rel}" for rel in good_folder_files()), "M\ttrain_gpt.py",
+                       "A scripts/make data.py", "R100\tdata/old.txt\tdata/new.txt")
+    from audits import api
+    from audits.context import AuditOptions
+    sub = api.audit([str(folder)], AuditOptions(changed_files=changes)).submissions[0]
+    assert (sub.submission.repo_rel, sub.submission.name, sub.submission.track) == (own, GOOD, "non_record_16mb")
+    fails = by_rule(sub.findings, "LAYOUT_NOT_SINGLE_FOLDER", "FAIL")
+    assert sorted(x.evidence for x in fails) == ["A\tdata/new.txt", "A\tscripts/make data.py",
+                                                 "D\tdata/old.txt", "M\ttrain_gpt.py"]
+
+
+def test_changed_paths_with_only_the_folder_are_clean(tmp_path):
+    folder = write_folder(tmp_path / GOOD, good_folder_files())
+    changes = _changes(*(f"records/track_10min_16mb/{GOOD}/{rel}" for rel in good_folder_files()))
+    assert by_rule(audit_findings(folder, changed_files=changes), "LAYOUT_NOT_SINGLE_FOLDER") == []
+
+
+def test_a_folder_under_another_root_is_one_finding(tmp_path):
+    folder = write_folder(tmp_path / GOOD, good_folder_files())
+    changes = _changes(*(f"mine/records/track_10min_16mb/{GOOD}/{rel}" for rel in good_folder_files()))
+    fails = by_rule(audit_findings(folder, changed_files=changes), "LAYOUT_NOT_SINGLE_FOLDER", "FAIL")
+    assert [x.file for x in fails] == [f"mine/records/track_10min_16mb/{GOOD}"]
+
+
+@pytest.mark.parametrize("dates, severity", [(("2026-03-18", "2026-03-19"), "WARN"),
+                                             (("2026-03-19", "2026-03-24"), "FAIL"),
+                                             (("2026-04-09", "2026-04-10"), "FAIL")])
+def test_bundled_records_folders_are_warned_only_in_the_launch_days(tmp_path, dates, severity):
+    names = [f"{d}_Run{i}" for i, d in enumerate(dates)]
+    folder = write_folder(tmp_path / names[0], good_folder_files())
+    changes = _changes(*(f"A\trecords/track_10min_16mb/{n}/{rel}" for n in names for rel in good_folder_files()))
+    found = by_rule(audit_findings(folder, changed_files=changes), "LAYOUT_NOT_SINGLE_FOLDER")
+    assert [str(x.severity) for x in found] == [severity] and "2 records folders" in found[0].message
+
+
+def test_launch_days_do_not_excuse_files_outside_the_records_folders(tmp_path):
+    names = ["2026-03-18_A", "2026-03-19_B"]
+    folder = write_folder(tmp_path / names[0], good_folder_files())
+    changes = _changes(*(f"records/track_10min_16mb/{n}/{rel}" for n in names for rel in good_folder_files()),
+                       "notes/plan.md")
+    found = by_rule(audit_findings(folder, changed_files=changes), "LAYOUT_NOT_SINGLE_FOLDER")
+    assert sorted(str(x.severity) for x in found) == ["FAIL", "WARN"]
+
+
+@pytest.mark.parametrize("text, message", [("A\t../outside.txt", "line 1: '../outside.txt' leaves"),
+                                           ("ok.txt\n/etc/passwd", "line 2: '/etc/passwd' is absolute"),
+                                           ("A\tbad\x01name", "line 1: a path with a control")])
+def test_changed_paths_list_rejects_bad_lines(text, message):
+    from audits.submission import InputError
+    from audits.submission.gitdiff import parse_changes
+    with pytest.raises(InputError, match=message.replace("(", r"\(")):
+        parse_changes(text, "list")

@@ -8,9 +8,11 @@ from click.testing import CliRunner
 
 from audits.rules import probe as probe_check
 from pgolf_cli.main import cli
+from trainer.config import load_config
 from trainer.probe import ProbeResult
 
 BUNDLE = "print('the bundle pgolf builds')\n"
+GATED = "PINNED: dict = {'smear_gate_enabled': True}\nprint('a record bundle with SmearGate')\n"
 
 
 def _folder(tmp_path, script: str):
@@ -26,15 +28,18 @@ def seams(monkeypatch):
     how often the probes run."""
     runs = []
 
-    def results():
-        runs.append(1)
+    def results(settings=()):
+        runs.append(settings)
         return tuple(runs_result)
 
     runs_result = [ProbeResult(c, p, True, "ok") for c in ("C1", "C3", "C4")
                    for p in ("quantized", "quantized_ttt")]
     monkeypatch.setattr(probe_check, "bundle_hashes",
-                        lambda pinned=None: {} if pinned is not None else
-                        {hashlib.sha256(BUNDLE.encode()).hexdigest(): "the bundle"})
+                        lambda pinned=None: {
+                            None: {hashlib.sha256(BUNDLE.encode()).hexdigest(): "the bundle"},
+                            (("smear_gate_enabled", True),):
+                            {hashlib.sha256(GATED.encode()).hexdigest(): "the record bundle"},
+                        }.get(pinned, {}))
     monkeypatch.setattr(probe_check, "probe_results", results)
     return runs, runs_result
 
@@ -51,10 +56,18 @@ def test_without_the_flag_nothing_runs(tmp_path, seams):
 
 
 def test_the_bundle_is_probed_and_passes(tmp_path, seams):
+    """The full bundle holds every switch's code: it is probed with each on."""
     code, findings = _audit(_folder(tmp_path, BUNDLE), "--probe")
-    assert code == 0 and len(seams[0]) == 1
+    assert code == 0 and seams[0] == [(("LQER_ENABLED", "1"), ("SMEAR_GATE_ENABLED", "1"),
+                                       ("SPARSE_ATTN_GATE_ENABLED", "1"))]
     assert [f["severity"] for f in findings] == ["INFO"]
     assert "6 probes passed (C1, C3, C4 on quantized, quantized_ttt)" in findings[0]["message"]
+
+
+def test_a_record_bundle_is_probed_with_the_switches_it_pins(tmp_path, seams):
+    code, findings = _audit(_folder(tmp_path, GATED), "--probe")
+    assert code == 0 and seams[0] == [(("SMEAR_GATE_ENABLED", "1"),)]
+    assert "the record bundle of this pgolf" in findings[0]["evidence"]
 
 
 def test_another_script_is_not_run_and_not_probed(tmp_path, seams, monkeypatch):
@@ -92,3 +105,22 @@ def test_a_folder_shipping_this_pgolf_bundle_is_really_probed(tmp_path, record):
     assert [f["severity"] for f in findings] == ["INFO"]
     assert "21 probes passed (C1, C3, C4 on quantized, quantized_sliding_window, quantized_ttt)" \
         in findings[0]["message"]
+
+
+@pytest.mark.slow
+def test_the_frontier_bundle_is_probed_with_its_gates_and_lqer(tmp_path):
+    """The frontier preset's train_gpt.py, compact form: probed with SmearGate, the attention
+    gate and LQER on, and it passes."""
+    from trainer.bundle import build_bundle
+    from trainer.codesize import compact_form
+    from trainer.config import record_settings
+    probe_check.probe_results.cache_clear()
+    source = build_bundle(settings=record_settings(load_config({"PRESET": "frontier"})))
+    code, findings = _audit(_folder(tmp_path, compact_form(source)), "--probe")
+    assert code == 0, findings
+    assert [f["severity"] for f in findings] == ["INFO"]
+    assert "21 probes passed" in findings[0]["message"]
+    assert probe_check.probe_results.cache_info().currsize == 1
+    assert probe_check.known_hashes(compact_form(source))[
+        hashlib.sha256(compact_form(source).encode()).hexdigest()][1] == (
+        ("LQER_ENABLED", "1"), ("SMEAR_GATE_ENABLED", "1"), ("SPARSE_ATTN_GATE_ENABLED", "1"))

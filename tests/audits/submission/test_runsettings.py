@@ -45,6 +45,15 @@ def test_the_readme_command_and_the_logged_hyperparameters_count_too(tmp_path):
     assert {str(x.severity) for x in _slot(tmp_path / "b", **{"train_seed42.log": log})} == {"FAIL"}
 
 
+def test_a_log_line_announcing_the_feature_enabled_counts(tmp_path):
+    log = "slot_enabled:enabled steps=8 lr=0.01\nstep:1/10 train_loss:6.9 train_time:100ms\n"
+    f = _slot(tmp_path / "a", **{"train_seed42.log": log})
+    assert {str(x.severity) for x in f} == {"FAIL"}
+    assert "train_seed42.log:1 (slot_enabled:enabled" in f[0].message
+    other = "other_feature:enabled\nslot_enabled:disabled\n"  # another feature; this one said off
+    assert {str(x.severity) for x in _slot(tmp_path / "b", **{"train_seed42.log": other})} == {"WARN"}
+
+
 def test_a_run_that_leaves_it_off_keeps_the_warning(tmp_path):
     f = _slot(tmp_path, **{"run.sh": "SLOT_ENABLED=0 torchrun train_gpt.py\n"})
     assert {str(x.severity) for x in f} == {"WARN"}

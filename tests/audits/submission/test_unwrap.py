@@ -62,6 +62,10 @@ SHAPES = {
     "from-imports and a named payload": (
         "from lzma import decompress\nfrom base64 import b85decode\nPAYLOAD = %r\nexec(decompress(b85decode(PAYLOAD)))\n"
         % base64.b85encode(lzma.compress(CODE.encode())).decode(), "lzma + base85"),
+    "a triple-quoted payload with its newlines replaced away": (
+        'import lzma,base64\n_b=b"""\n' + _lines(base64.b85encode(lzma.compress(CODE.encode())).decode())
+        .replace('"', "") + '\n"""\nexec(lzma.decompress(base64.b85decode(_b.replace(b"\\n",b""))).decode("utf-8"))\n',
+        "lzma + base85"),
     "a plain string": ("exec(%r)\n" % CODE, ""),
 }
 
@@ -185,3 +189,9 @@ def test_base85_with_non_ascii_text_is_an_error():
 def test_binascii_errors_are_reported():
     assert "corrupt" in _error("import binascii\nexec(binascii.unhexlify('abc'))\n")
     assert binascii  # the module the wrapper names is the real one
+
+
+def test_a_replace_that_grows_the_payload_is_bounded():
+    text = 'import lzma\n_b=b"' + "x" * 1000 + '"\nexec(lzma.decompress(_b.replace(b"x", b"' + "y" * 1000 + '")))\n'
+    result = unwrap.unwrap(text, "train_gpt.py", _no_files, limit=100_000)
+    assert result.source is None and "more than 100,000 bytes" in result.error

@@ -1,0 +1,299 @@
+"""Per-position scoring loops outside the interpreter's reach: native code (C/C++) that the
+Python loads (ctypes, cffi, a torch extension), shipped as a file or embedded in a string, and
+Python loops over gathered arrays (`for i in range(n): tid = int(targets[i])`). A bounded,
+static, lexical read: nothing is compiled or run.
+
+In a loop over positions `i`, a token read at the position (`tok = tokens[i]`) that is consumed
+into the model's state only after the position's outputs were written is the token those outputs
+predict: the target. Two readings follow:
+  gate    a branch on a table looked up at that token (`boundary_lut[tok]`) decides the outputs
+          written for the position (`hint_prob[i] = ...`): the hint reads the answer;
+  spread  the position's loss divided by a count looked up at that token (`nll[i] / lens[tid]`),
+          in code that mixes probabilities (log-sum-exp, `lam` and `1 - lam`): the token's
+          probability spread over its own bytes and mixed per byte.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+import re
+
+from audits.submission import trees
+
+NATIVE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu", ".h", ".hpp")
+SOURCE_LIMIT = 1_000_000  # characters of one native source read
+MAX_SOURCES = 16
+MAX_LOOPS = 2_000  # loops read per source
+# Python that loads native code: ctypes, cffi, torch's extension builders.
+_LOADS = re.compile(r"(?m)^[^#\n]*\b(CDLL|PyDLL|cdll\.LoadLibrary|LoadLibrary|ffi\.dlopen|ffi\.verify|"
+                    r"load_inline|cpp_extension\.load)\s*\(")
+_TRIPLE = re.compile(r"('''|\"\"\")(.*?)\1", re.S)
+_C_KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "else", "do"}
+# A mixture of two probabilities: a sum of exponentials (log-sum-exp), logaddexp, log1p(exp(..)),
+# or a weight and its complement (`1 - lam`).
+_MIXTURE = re.compile(r"\bexp\s*\([^;\n]*\)\s*\+\s*(?:\w+\.)?exp\s*\(|logaddexp|log1p\s*\(\s*(?:\w+\.)?exp\s*\(|"
+                      r"\(\s*1(?:\.0*)?\s*-\s*\w+\s*\)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Hit:
+    kind: str  # "gate" or "spread"
+    file: str  # the native file, or the Python script that holds the code
+    line: int  # the branch or the division
+    token_line: int  # where the token is read at the position
+    text: str  # the line at `line`, stripped
+    language: str  # "C" or "Python"
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    file: str
+    text: str
+    first_line: int  # the line of `file` where `text` begins
+    loader: str  # the script that loads it
+
+
+def native_sources(scripts: dict[str, str], files: dict[str, str]) -> list[Source]:
+    """Native code that a script of the run loads: a shipped source whose name or stem the loading
+    script mentions, or a string literal holding C (`#include`) in a loading script. `scripts`:
+    the run's Python sources; `files`: the folder's native sources by path."""
+    out = []
+    for rel, source in sorted(scripts.items()):
+        if not _LOADS.search(source):
+            continue
+        for path, text in sorted(files.items()):
+            name = path.rsplit("/", 1)[-1]
+            if re.search(rf"\b{re.escape(name.rsplit('.', 1)[0])}\b", source):
+                out.append(Source(path, text[:SOURCE_LIMIT], 1, rel))
+        out += [Source(rel, text, line, rel) for line, text in _embedded(source)]
+    unique = {(s.file, s.first_line): s for s in out}
+    return list(unique.values())[:MAX_SOURCES]
+
+
+def _embedded(source: str) -> list[tuple[int, str]]:
+    """Triple-quoted literals that hold C (read from the text: the script may need a newer
+    Python than the one auditing it)."""
+    out = []
+    for m in _TRIPLE.finditer(source):
+        if "#include" in m.group(2) and len(out) < MAX_SOURCES:
+            out.append((source.count("\n", 0, m.start(2)) + 1, m.group(2)[:SOURCE_LIMIT]))
+    return out
+
+
+def read_native(source: Source) -> list[Hit]:
+    code = _blank_comments_and_strings(source.text)
+    mixture = bool(_MIXTURE.search(code))
+    hits = []
+    for var, body, start in _c_loops(code):
+        hits += _c_loop(source, code, var, body, start, mixture)
+    return hits
+
+
+def _blank_comments_and_strings(text: str) -> str:
+    """The C text with comments and literals blanked, newlines kept (lines stay where they are)."""
+    pattern = re.compile(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
+    return pattern.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+
+
+def _matching(code: str, at: int, open_: str, close: str) -> int:
+    """The index just past the bracket that closes the one at `at`, or -1."""
+    depth = 0
+    for i in range(at, min(len(code), at + SOURCE_LIMIT)):
+        if code[i] == open_:
+            depth += 1
+        elif code[i] == close:
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return -1
+
+
+def _c_loops(code: str):
+    """(loop variable, body, body offset) of each `for (v = ...; ...)` loop."""
+    for n, m in enumerate(re.finditer(r"\bfor\s*\(", code)):
+        if n >= MAX_LOOPS:
+            return
+        header_end = _matching(code, m.end() - 1, "(", ")")
+        if header_end < 0:
+            continue
+        init = code[m.end():header_end - 1].split(";", 1)[0]
+        var = re.search(r"(\w+)\s*=(?!=)", init)
+        brace = re.match(r"\s*\{", code[header_end:])
+        if var is None or brace is None:
+            continue
+        start = header_end + brace.end() - 1
+        end = _matching(code, start, "{", "}")
+        if end > 0:
+            yield var.group(1), code[start:end], start
+
+
+def _c_loop(source: Source, code: str, v: str, body: str, offset: int, mixture: bool) -> list[Hit]:
+    assigns = [(m.group(1), m.group(2), m.start()) for m in
+               re.finditer(r"(?<![\w\]\.>=!<])(\w+)\s*=(?!=)\s*([^;{}]*?)(?=[;,]\s*(?:\w|$|\n|})|;)", body)
+               if m.group(1) not in _C_KEYWORDS]
+    at_position = re.compile(rf"^(?:\([^()]*\)\s*)?\w+\s*\[\s*{re.escape(v)}\s*\]\s*$")
+    tokens = {name: pos for name, rhs, pos in assigns if at_position.match(rhs.strip())}
+    looked_up = _derived(assigns, tokens)
+    if not looked_up:
+        return []
+    line = _line_of(source, code, offset)
+    hits = []
+    for m in re.finditer(r"\bif\s*\(", body):
+        cond_end = _matching(body, m.end() - 1, "(", ")")
+        if cond_end < 0 or not _mentions(body[m.end():cond_end], looked_up):
+            continue
+        block_end = _block_end(body, cond_end)
+        writes = re.search(rf"\w+\s*\[\s*{re.escape(v)}\s*\]\s*=(?!=)", body[cond_end:block_end])
+        token = looked_up[_mentions(body[m.end():cond_end], looked_up)]
+        consumed = re.search(rf"\b\w+\s*\([^;]*\b{re.escape(token)}\b", body[block_end:])
+        if writes and consumed:
+            hits.append(_hit(source, "gate", line(m.start()), line(tokens[token]), "C"))
+    if mixture:
+        for m in re.finditer(r"([^;{}=]*\b\w+\s*\[\s*" + re.escape(v) + r"\s*\][^;{}=/]*)/\s*(?:\([\w\s]+\)\s*)?(\w+)", body):
+            if m.group(2) in looked_up and not _mentions(m.group(1), looked_up):
+                hits.append(_hit(source, "spread", line(m.start(2)), line(tokens[looked_up[m.group(2)]]), "C"))
+    return hits
+
+
+def _derived(assigns, tokens: dict[str, int]) -> dict[str, str]:
+    """Names computed from a table looked up at a position's token, each with that token's name."""
+    out: dict[str, str] = {}
+    for _ in range(4):  # a few steps of propagation: nb = len + (space ? 1 : 0)
+        for name, rhs, _pos in assigns:
+            if name in tokens or name in out:
+                continue
+            for token in tokens:
+                if re.search(rf"\w+\s*\[\s*{re.escape(token)}\s*\]", rhs):
+                    out[name] = token
+                    break
+            else:
+                hit = _mentions(rhs, out)
+                if hit:
+                    out[name] = out[hit]
+    return out
+
+
+def _mentions(text: str, names) -> str | None:
+    return next((n for n in re.findall(r"\b\w+\b", text) if n in names), None)
+
+
+def _block_end(body: str, after: int) -> int:
+    """The end of the statement or block an `if (...)` controls, with its `else` branches."""
+    m = re.match(r"\s*\{", body[after:])
+    end = _matching(body, after + m.end() - 1, "{", "}") if m else body.find(";", after) + 1
+    if end <= 0:
+        return len(body)
+    tail = re.match(r"\s*else\s+if\s*\(|\s*else\b", body[end:])
+    if tail is None:
+        return end
+    if tail.group(0).endswith("("):
+        cond_end = _matching(body, end + tail.end() - 1, "(", ")")
+        return len(body) if cond_end < 0 else _block_end(body, cond_end)
+    return _block_end(body, end + tail.end())
+
+
+def _line_of(source: Source, code: str, offset: int):
+    """Line numbers in the file for positions of a loop's body that starts at `offset`."""
+    def line(pos: int) -> int:
+        return source.first_line + code.count("\n", 0, offset + pos)
+    return line
+
+
+def _hit(source: Source, kind: str, line: int, token_line: int, language: str) -> Hit:
+    lines = source.text.splitlines()
+    index = line - source.first_line
+    text = lines[index].strip() if 0 <= index < len(lines) else ""
+    return Hit(kind, source.file, line, token_line, text[:200], language)
+
+
+def read_python(rel: str, source: str) -> list[Hit]:
+    """Spreads in Python loops over gathered arrays, in functions that mix probabilities; each
+    with the name of the function it is in (for the caller's reachability check)."""
+    try:
+        tree = trees.ast_module(source)  # the parse every reader shares
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    lines = source.splitlines()
+    out = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if not _MIXTURE.search("\n".join(lines[fn.lineno - 1:fn.end_lineno])):
+            continue
+        for loop in ast.walk(fn):
+            if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name):
+                out += [(fn.name, hit) for hit in _python_loop(rel, lines, loop)]
+    return out
+
+
+def _python_loop(rel: str, lines: list[str], loop: ast.For) -> list[Hit]:
+    v = loop.target.id
+    assigns = [(node.targets[0].id, node.value, node.lineno) for node in ast.walk(loop)
+               if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)]
+    tokens = {name: line for name, value, line in assigns if _at_position(value, v)}
+    looked_up: dict[str, str] = {}
+    for _ in range(4):
+        for name, value, _line in assigns:
+            if name in tokens or name in looked_up:
+                continue
+            names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+            index = [s.slice.id for s in ast.walk(value) if isinstance(s, ast.Subscript)
+                     and isinstance(s.slice, ast.Name) and s.slice.id in tokens]
+            if index:
+                looked_up[name] = index[0]
+            elif names & set(looked_up):
+                looked_up[name] = looked_up[sorted(names & set(looked_up))[0]]
+    hits = []
+    for node in ast.walk(loop):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            right = {n.id for n in ast.walk(node.right) if isinstance(n, ast.Name)}
+            left = {n.id for n in ast.walk(node.left) if isinstance(n, ast.Name)}
+            divisor = sorted(right & set(looked_up))
+            if divisor and (left & set(tokens) or _at_position(node.left, v)) and not left & set(looked_up):
+                text = lines[node.lineno - 1].strip() if node.lineno <= len(lines) else ""
+                hits.append(Hit("spread", rel, node.lineno, tokens[looked_up[divisor[0]]], text[:200], "Python"))
+    return hits
+
+
+def _at_position(node: ast.AST, v: str) -> bool:
+    """`arr[v]`, possibly converted or negated: `int(targets[i])`, `-float(nll[i])`."""
+    while True:
+        if isinstance(node, ast.UnaryOp):
+            node = node.operand
+        elif isinstance(node, ast.Call) and len(node.args) == 1 and isinstance(node.func, ast.Name):
+            node = node.args[0]
+        else:
+            break
+    return isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Name) and node.slice.id == v
+
+
+def hits(sub, run: tuple[str, ...]) -> list[Hit]:
+    """Every reading in the code the run executes: native code its scripts load, and the loops of
+    its scripts' functions that the run calls."""
+    scripts = {rel: sub.scripts[rel].source for rel in run
+               if rel in sub.scripts and sub.scripts[rel].source is not None}
+    files = {}
+    for entry in sub.entries:
+        if entry.kind == "file" and entry.rel.lower().endswith(NATIVE_SUFFIXES) and len(files) < MAX_SOURCES:
+            try:
+                with open(sub.root / entry.rel, "rb") as handle:
+                    files[entry.rel] = handle.read(SOURCE_LIMIT).decode("utf-8", "replace")
+            except OSError:
+                continue
+    return _hits(tuple(sorted(scripts.items())), tuple(sorted(files.items())))
+
+
+@functools.lru_cache(maxsize=4)
+def _hits(scripts: tuple[tuple[str, str], ...], files: tuple[tuple[str, str], ...]) -> list[Hit]:
+    out = [hit for source in native_sources(dict(scripts), dict(files)) for hit in read_native(source)]
+    called = "\n".join(source for _, source in scripts)
+    for rel, source in scripts:
+        for name, hit in read_python(rel, source):
+            if re.search(rf"(?<!def )\b{re.escape(name)}\s*\(", called):
+                out.append(hit)
+    first = {}  # one reading per loop's token: one cause, one finding
+    for hit in out:
+        first.setdefault((hit.kind, hit.file, hit.token_line), hit)
+    return list(first.values())

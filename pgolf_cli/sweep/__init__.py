@@ -1,0 +1,1 @@
+"""`pgolf sweep`: audit many submissions of a clone in parallel and tabulate the verdicts."""
