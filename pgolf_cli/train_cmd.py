@@ -69,8 +69,32 @@ def train_command(preset, settings, seed, data_dir, out_dir, nproc, no_bundle, l
         click.echo(_settings_table())
         return
     overrides = _overrides(settings, preset=preset, seed=seed, data_dir=data_dir)
-    out_dir = run_training(overrides, out_dir, nproc, bundle=not no_bundle)
+    out_dir = _run_with_progress(overrides, out_dir, nproc, bundle=not no_bundle)
     click.echo(f"run folder: {out_dir}")
+
+
+def _run_with_progress(overrides: dict[str, str], out_dir: Path | None, nproc: int | None,
+                       bundle: bool) -> Path:
+    """On a terminal the live progress is drawn here, from the run's lines (the record bundle a
+    GPU run ships leaves its own display out as an extra); the lines still scroll above it.
+    Elsewhere the run prints to the console itself."""
+    from rich.console import Console
+
+    from pgolf_cli.run_progress import RunProgress
+
+    console = Console()
+    if not console.is_terminal:
+        return run_training(overrides, out_dir, nproc, bundle=bundle)
+    progress = RunProgress("train", console)
+
+    def show(line: str) -> None:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+        progress.feed(line)
+
+    try:
+        return run_training(overrides, out_dir, nproc, bundle=bundle, on_line=show)
+    finally:
+        progress.close()
 
 
 def run_training(overrides: dict[str, str], out_dir: Path | None = None, nproc: int | None = None,
@@ -78,8 +102,8 @@ def run_training(overrides: dict[str, str], out_dir: Path | None = None, nproc: 
     """Check the input, bundle train_gpt.py into the run folder, run it; returns the run folder.
 
     With GPUs the bundle is the record bundle for these settings (only the code the run reaches,
-    what `pgolf package` ships); on a CPU it is the full bundle, with the live progress display
-    and the checks a person at a terminal wants (CPU runs are never records).
+    what `pgolf package` ships); on a CPU it is the full bundle, with the checks a person at a
+    terminal wants (CPU runs are never records).
 
     `overrides` are settings by their env names and win over the environment. Bad input or a
     failed run ends the command: PgolfError, or exit status 2 once the run printed its own line.

@@ -59,11 +59,28 @@ def test_set_needs_name_and_value(data_dir):
 def test_with_gpus_the_run_folder_gets_the_record_bundle(data_dir, tmp_path, monkeypatch):
     """Where GPUs are seen, `pgolf train` writes the record bundle of the run's settings (the
     run itself here is on the CPU: one process, two steps, no export)."""
-    from pgolf_cli import train_cmd
+    import io
+
+    import rich.console
+    from rich.console import Console as RealConsole
+
+    from pgolf_cli import run_progress, train_cmd
     from trainer.bundle import build_bundle
     from trainer.config import load_config, record_settings
 
     monkeypatch.setattr(train_cmd, "_gpu_count", lambda: 1)  # the hardware is the boundary
+    # A terminal, written to a buffer; what the progress display is fed is recorded.
+    screen = io.StringIO()
+    monkeypatch.setattr(rich.console, "Console",
+                        lambda: RealConsole(file=screen, force_terminal=True, width=200))
+    fed = []
+
+    class Recorded(run_progress.RunProgress):
+        def feed(self, line):
+            fed.append(line)
+            super().feed(line)
+
+    monkeypatch.setattr(run_progress, "RunProgress", Recorded)
     settings = {"PRESET": "tiny", "ITERATIONS": "2", "WARMUP_STEPS": "0", "PREQUANT_ONLY": "1"}
     result = run("--data-dir", str(data_dir), *[a for k, v in settings.items() for a in ("--set", f"{k}={v}")],
                  "--out", str(tmp_path / "r"), env={"OMP_NUM_THREADS": "1"})
@@ -72,6 +89,10 @@ def test_with_gpus_the_run_folder_gets_the_record_bundle(data_dir, tmp_path, mon
     expected = build_bundle(settings=record_settings(load_config({**settings, "DATA_DIR": str(data_dir)})))
     assert shipped == expected and "\nPINNED: dict[str, Any] = {'" in shipped
     assert "def start_progress" not in shipped and "def start_progress" in build_bundle()
+    # Its own display left out, the run's progress is drawn by `pgolf train` from its lines,
+    # which still reach the terminal.
+    steps = [line for line in fed if line.startswith("step:2/2 train_loss:")]
+    assert steps and steps[0] in screen.getvalue()
 
 
 @pytest.mark.parametrize("settings, holds", [
