@@ -76,7 +76,11 @@ def build_bundle(source_dir: Path | None = None, settings: Mapping[str, Any] | N
             + "\n\n".join(sections).rstrip() + "\n")
     if fold is not None:
         text, kept = _shake(text)
-        text = _pin(text, fold.pins(kept))
+        pins = fold.pins(kept)
+        if PRESET in fold.settings:  # no fold reads it (presets apply before the settings
+            # exist); checked first, so a run without its preset is told that first
+            pins = {PRESET: fold.settings[PRESET], **pins}
+        text = _pin(text, pins)
     try:
         ast.parse(text, feature_version=TARGET_PYTHON)
     except SyntaxError as exc:
@@ -385,6 +389,7 @@ class _Slim(cst.CSTTransformer):
 # ---- the record bundle -----------------------------------------------------------------------
 
 EXTRAS = "EXTRAS"  # trainer.extras: False in a record bundle
+PRESET = "preset"  # the setting that picks an entry of trainer.config's PRESETS
 
 _COMPARE = {cst.Equal: operator.eq, cst.NotEqual: operator.ne, cst.LessThan: operator.lt,
             cst.LessThanEqual: operator.le, cst.GreaterThan: operator.gt,
@@ -542,13 +547,22 @@ def _statements(block: cst.BaseSuite) -> list[cst.BaseStatement]:
 
 
 def _pin(code: str, read: Mapping[str, Any]) -> str:
-    """Write the settings the folds read into trainer.config's `PINNED = {}`."""
+    """Write the settings the folds read into trainer.config's `PINNED = {}`, and keep only the
+    pinned preset's entry of its `PRESETS` (a run with another preset stops at the pin)."""
     value = cst.parse_expression(repr(dict(read)))
+
+    def chosen(element: cst.BaseDictElement) -> bool:
+        return (isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString)
+                and element.key.evaluated_value == read.get(PRESET))
 
     class Pin(cst.CSTTransformer):
         def leave_AnnAssign(self, original: cst.AnnAssign, updated: cst.AnnAssign) -> cst.AnnAssign:
             if _dotted(updated.target) == "PINNED":
                 return updated.with_changes(value=value)
+            if _dotted(updated.target) == "PRESETS" and PRESET in read and isinstance(updated.value, cst.Dict):
+                return updated.with_changes(value=updated.value.with_changes(
+                    lbrace=cst.LeftCurlyBrace(), elements=[e.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                              for e in updated.value.elements if chosen(e)]))
             return updated
 
     return cst.parse_module(code).visit(Pin()).code

@@ -267,7 +267,8 @@ def load_config(env: Mapping[str, str] | None = None,
             raise TrainerError(f"unknown setting {name}{_suggest(key, by_name)}")
         given[key] = text
     values = {by_name[name].name: parse_value(by_name[name], text) for name, text in given.items()}
-    merged = {**PRESETS[values.get("preset", "record")], **values}
+    # A record bundle holds its own preset only: with another, the pin below stops the run.
+    merged = {**PRESETS.get(values.get("preset", "record"), {}), **values}
     cfg = _derive_paths(Config(**merged))
     for name, value in PINNED.items():
         if getattr(cfg, name) != value:

@@ -307,6 +307,7 @@ def test_the_record_bundle_is_the_trainer_less_what_the_record_never_runs(bundle
     ("SMEAR_GATE_ENABLED", "1", "True: this train_gpt.py was built for False"),
     ("SPARSE_ATTN_GATE_ENABLED", "1", "True: this train_gpt.py was built for False"),
     ("LQER_ENABLED", "1", "True: this train_gpt.py was built for False"),
+    ("PRESET", "tiny", "tiny: this train_gpt.py was built for record"),
 ])
 def test_the_record_bundle_refuses_another_value_of_a_pinned_setting(record_text, tmp_path,
                                                                      name, value, built):
@@ -330,3 +331,7 @@ def test_the_gates_and_lqer_ship_only_where_their_settings_are_on(bundle_text, r
     assert [d in frontier for d in defs] == [True] * 4 and all(d in bundle_text for d in defs)
     assert [d in smear_only for d in defs] == [True, False, False, False]
     assert pinned_settings(frontier)["lqer_enabled"] is True
+    # Of the presets, each holds its own only: the record's is empty, the frontier's has the gates.
+    assert '"record": {}' in record_text and '"frontier": {' not in record_text
+    assert '"frontier": {' in frontier and '"tiny": {' not in frontier and '"tiny": {' in bundle_text
+    assert list(pinned_settings(frontier))[0] == "preset"
