@@ -76,6 +76,10 @@ def build_bundle(source_dir: Path | None = None, settings: Mapping[str, Any] | N
             + "\n\n".join(sections).rstrip() + "\n")
     if fold is not None:
         text, kept = _shake(text)
+        # The modules nothing of which is kept (the frontier's, with its settings off) are not named.
+        shipped = [m for m in order if not (own := _own_names(m)) or own & kept]
+        text = text.replace(f"Built from {names}.", "Built from " + ", ".join(
+            f"{PACKAGE}/{m.name}.py" for m in shipped) + ".", 1)
         pins = fold.pins(kept)
         if PRESET in fold.settings:  # no fold reads it (presets apply before the settings
             # exist); checked first, so a run without its preset is told that first
@@ -223,6 +227,11 @@ def _top_level_names(module: Module) -> dict[str, str]:
             for name in _assigned_in_block(stmt):
                 names[name] = f"def in {module.name}"
     return names
+
+
+def _own_names(module: Module) -> set[str]:
+    """The top-level names a module defines itself (not those it imports)."""
+    return {n for n, origin in _top_level_names(module).items() if origin.startswith("def in ")}
 
 
 def _bound_by(small: cst.BaseSmallStatement, module: str) -> dict[str, str]:

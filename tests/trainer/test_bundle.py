@@ -330,6 +330,9 @@ def test_the_gates_and_lqer_ship_only_where_their_settings_are_on(bundle_text, r
     assert [d in record_text for d in defs] == [False] * 4
     assert [d in frontier for d in defs] == [True] * 4 and all(d in bundle_text for d in defs)
     assert [d in smear_only for d in defs] == [True, False, False, False]
+    built_from = [line for line in record_text.splitlines() if line.startswith("Built from")][0]
+    assert "trainer/gates.py" not in built_from and "trainer/model.py" in built_from
+    assert "trainer/lqer.py" in next(line for line in frontier.splitlines() if line.startswith("Built from"))
     assert pinned_settings(frontier)["lqer_enabled"] is True
     # Of the presets, each holds its own only: the record's is empty, the frontier's has the gates.
     assert '"record": {}' in record_text and '"frontier": {' not in record_text
