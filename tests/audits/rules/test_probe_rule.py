@@ -121,6 +121,7 @@ def test_the_frontier_bundle_is_probed_with_its_gates_and_lqer(tmp_path):
     assert [f["severity"] for f in findings] == ["INFO"]
     assert "21 probes passed" in findings[0]["message"]
     assert probe_check.probe_results.cache_info().currsize == 1
-    assert probe_check.known_hashes(compact_form(source))[
+    # Its switches, read from the PINNED of the source the wrapper holds.
+    assert probe_check.known_hashes(source)[
         hashlib.sha256(compact_form(source).encode()).hexdigest()][1] == (
         ("LQER_ENABLED", "1"), ("SMEAR_GATE_ENABLED", "1"), ("SPARSE_ATTN_GATE_ENABLED", "1"))
