@@ -1,6 +1,7 @@
 """A run's live progress from its console lines: step, loss, tokens/s and time left, then the
-evaluations. `pgolf demo` pipes each seed's lines here instead of printing them all: on a terminal
-one status line is redrawn in place; elsewhere a line is printed at each quarter of training."""
+evaluations. `pgolf demo` pipes each seed's lines here instead of printing them all, and `pgolf
+train` on a terminal its run's lines (printing them too): on a terminal one status line is redrawn
+in place; elsewhere a line is printed at each quarter of training."""
 
 from __future__ import annotations
 

@@ -18,7 +18,8 @@ from pathlib import Path
 import click
 
 from pgolf_cli.errors import PgolfError
-from trainer.config import PRESETS, env_name, fields, format_value, load_config
+from trainer.config import (PRESETS, env_name, fields, format_value, load_config,
+                            record_settings)
 from trainer.errors import TrainerError
 
 
@@ -68,13 +69,41 @@ def train_command(preset, settings, seed, data_dir, out_dir, nproc, no_bundle, l
         click.echo(_settings_table())
         return
     overrides = _overrides(settings, preset=preset, seed=seed, data_dir=data_dir)
-    out_dir = run_training(overrides, out_dir, nproc, bundle=not no_bundle)
+    out_dir = _run_with_progress(overrides, out_dir, nproc, bundle=not no_bundle)
     click.echo(f"run folder: {out_dir}")
+
+
+def _run_with_progress(overrides: dict[str, str], out_dir: Path | None, nproc: int | None,
+                       bundle: bool) -> Path:
+    """On a terminal the live progress is drawn here, from the run's lines (the record bundle a
+    GPU run ships leaves its own display out as an extra); the lines still scroll above it.
+    Elsewhere the run prints to the console itself."""
+    from rich.console import Console
+
+    from pgolf_cli.run_progress import RunProgress
+
+    console = Console()
+    if not console.is_terminal:
+        return run_training(overrides, out_dir, nproc, bundle=bundle)
+    progress = RunProgress("train", console)
+
+    def show(line: str) -> None:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+        progress.feed(line)
+
+    try:
+        return run_training(overrides, out_dir, nproc, bundle=bundle, on_line=show)
+    finally:
+        progress.close()
 
 
 def run_training(overrides: dict[str, str], out_dir: Path | None = None, nproc: int | None = None,
                  bundle: bool = True, on_line: Callable[[str], None] | None = None) -> Path:
     """Check the input, bundle train_gpt.py into the run folder, run it; returns the run folder.
+
+    With GPUs the bundle is the record bundle for these settings (only the code the run reaches,
+    what `pgolf package` ships); on a CPU it is the full bundle, with the checks a person at a
+    terminal wants (CPU runs are never records).
 
     `overrides` are settings by their env names and win over the environment. Bad input or a
     failed run ends the command: PgolfError, or exit status 2 once the run printed its own line.
@@ -85,14 +114,14 @@ def run_training(overrides: dict[str, str], out_dir: Path | None = None, nproc: 
     from trainer.bundle import write_bundle
     from trainer.distributed import REFERENCE_WORLD_SIZE
     from trainer.preflight import preflight
-    from trainer.reach import unreached
 
     try:
         cfg = load_config(os.environ, overrides)
         preflight(cfg)
     except TrainerError as exc:
         raise PgolfError(str(exc)) from None
-    nproc = nproc if nproc is not None else max(_gpu_count(), 1)
+    gpus = _gpu_count()
+    nproc = nproc if nproc is not None else max(gpus, 1)
     if nproc < 1 or REFERENCE_WORLD_SIZE % nproc:
         raise PgolfError(f"--nproc {nproc} must divide {REFERENCE_WORLD_SIZE} (1, 2, 4 or 8)")
     out_dir = out_dir or Path("runs") / cfg.run_id
@@ -103,7 +132,7 @@ def run_training(overrides: dict[str, str], out_dir: Path | None = None, nproc: 
         target = ["-m", "trainer"]
     else:
         try:
-            write_bundle(out_dir / "train_gpt.py", leave_out=unreached(cfg))
+            write_bundle(out_dir / "train_gpt.py", settings=record_settings(cfg) if gpus else None)
         except TrainerError as exc:
             raise PgolfError(str(exc)) from None
         target = [str(out_dir / "train_gpt.py")]

@@ -4,7 +4,8 @@ One job per module: `config` (every hyperparameter), `shards` and `data` (token 
 `bpb` (bytes per token), `attention`, `model`, `optim`, `schedule` (LR, looping, EMA), `evaluate`,
 `train` (the loop), `runlog` and `progress` (logging), `distributed`, `preflight` (input checks),
 `runtime` (what a run hands its phases), `main` (the entry point), `dataprep` (`pgolf data`),
-`bundle` (builds the single-file train_gpt.py; not part of it).
+`bundle` (builds the single-file train_gpt.py; not part of it), `extras` (marks what a record
+bundle leaves out).
 After training: `hessians`, `quant` (GPTQ), `compress` (the artifact format), `codesize` (code
 bytes), `artifact` (the size check and the write), `sliding` and `ttt` (scoring), `scoring`
 (every scored phase), `export` (the whole export), `probe` (the causality probes).

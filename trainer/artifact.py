@@ -22,19 +22,12 @@ from torch import Tensor, nn
 
 from trainer.codesize import compact_form
 from trainer.distributed import broadcast_object, rank_and_world
-from trainer.errors import TrainerError
 from trainer.compress import (compress_all, compress_artifact, container_sample, pack_tensors,
                               require_compressor, write_atomic)
 from trainer.fitcap import NothingFits, fit_to_budget
 from trainer.hessians import collect_hessians, hessian_targets
+from trainer.lqer import lqer_corrections
 from trainer.quant import QTensor, quantization_summary, quantize_state_dict
-
-try:
-    from trainer.lqer import lqer_corrections
-except ModuleNotFoundError as exc:  # left out of a bundle whose settings do not use LQER
-    if exc.name != "trainer.lqer":
-        raise
-    lqer_corrections = None
 
 CAP_BYTES = 16_000_000
 
@@ -86,12 +79,6 @@ def write_artifact(cfg, model: nn.Module, loader, *,
 def unpruned_path(artifact_path: Path) -> Path:
     """Where the artifact before pruning is kept until its score is measured."""
     return Path(artifact_path).with_name(f"unpruned_{Path(artifact_path).name}")
-
-
-def check_build(cfg) -> None:
-    """Before training: LQER_ENABLED needs trainer/lqer.py in this build."""
-    if cfg.lqer_enabled and lqer_corrections is None:
-        raise TrainerError("LQER_ENABLED=1, but this train_gpt.py was bundled without trainer/lqer.py")
 
 
 def check_floor(cfg, model: nn.Module, code: str, log: Callable[[str], None]) -> None:
@@ -164,7 +151,7 @@ def _package(cfg, quantized: dict, hessians: dict[str, Tensor], code: str,
     """The artifact bytes, pruned to fit the cap when it is over, the artifact before pruning
     (None when nothing was pruned) and the size figures; ArtifactTooLarge if nothing fits."""
     container = pack_tensors(quantized)
-    method = _choose_method(cfg.compressor, container, log)
+    method = cfg.compressor if cfg.compressor != "best" else _best_method(container, log)
     t0 = time.perf_counter()
     artifact = compress_artifact(container, method)
     seconds = time.perf_counter() - t0
@@ -191,11 +178,9 @@ def _package(cfg, quantized: dict, hessians: dict[str, Tensor], code: str,
                       "pruned_levels": pruned, "compress_seconds": seconds}
 
 
-def _choose_method(choice: str, container: bytes, log) -> str:
-    """COMPRESSOR, or for `best` the method that compresses a sample of the container smaller:
+def _best_method(container: bytes, log) -> str:
+    """For COMPRESSOR=best: the method that compresses a sample of the container smaller;
     running both in full cost 80 s + 56 s on a record-sized model."""
-    if choice != "best":
-        return choice
     sample = container_sample(container)
     tried = compress_all(sample)
     built = {m: len(a) for m, (a, _) in tried.items() if isinstance(a, bytes)}

@@ -8,14 +8,25 @@ once each. Module docstrings become section comments; only the entry module keep
 `if __name__ == "__main__":` block, so importing the bundle runs nothing. The result must parse
 as Python 3.10. Nothing from pgolf_cli or audits is included, and this module itself is not:
 no run imports it.
+
+A record bundle (`settings` given: the run's values, trainer.config.record_settings) is the same
+amalgamation with what that run never executes left out. Conditions decided by those settings
+(`if cfg.ttt_enabled:`, `x if cfg.tie_embeddings else y`) and by `EXTRAS` (trainer.extras, False
+here) are folded to the branch taken; then every top-level function, class, assignment and import
+that nothing kept refers to is dropped, repeatedly. The settings a fold read are pinned in the file
+(trainer.config.PINNED): run with another value, it stops with one line instead of running code it
+does not hold. A setting added later is folded the same way, so its code ships only when it is on.
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import operator
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import libcst as cst
 
@@ -39,27 +50,41 @@ def package_dir() -> Path:
     return Path(__file__).resolve().parent
 
 
-def build_bundle(source_dir: Path | None = None, leave_out: frozenset[str] = frozenset()) -> str:
-    """The text of train_gpt.py built from the trainer package in `source_dir`; the optional
-    modules in `leave_out` (trainer.reach says which the settings never use) are left out."""
+def build_bundle(source_dir: Path | None = None, settings: Mapping[str, Any] | None = None) -> str:
+    """The text of train_gpt.py built from the trainer package in `source_dir`; with `settings`,
+    the record bundle for a run with those values."""
     source_dir = source_dir or package_dir()
-    order = _dependency_order(source_dir, leave_out)
+    order = _dependency_order(source_dir)
     _check_names(order)
+    fold = _Fold(settings) if settings is not None else None
+    bodies = [_transform(module, module.name == ENTRY, {m.name for m in order}, fold)
+              for module in order]
     imports: list[cst.Import | cst.ImportFrom] = []
     sections: list[str] = []
-    for module in order:
-        body = _transform(module, module.name == ENTRY, {m.name for m in order})
+    for module, body in zip(order, bodies):
         imports += body.imports
         sections.append(_section(module, body.code))
     header_imports = _merge_imports(imports)
     names = ", ".join(f"{PACKAGE}/{m.name}.py" for m in order)
-    text = (f'"""Parameter Golf trainer: the pgolf `{PACKAGE}` package in one file.\n\n'
+    kind = "in one file" if fold is None else "in one file, as a record run with these settings uses it"
+    text = (f'"""Parameter Golf trainer: the pgolf `{PACKAGE}` package {kind}.\n\n'
             f"Built from {names}.\n"
             "Run: torchrun --standalone --nproc_per_node=8 train_gpt.py (or python train_gpt.py on "
             "one GPU).\nSettings are environment variables; the log's Hyperparameters block lists "
             'them all.\n"""\n\n'
             "from __future__ import annotations\n\n" + "\n".join(header_imports) + "\n\n"
             + "\n\n".join(sections).rstrip() + "\n")
+    if fold is not None:
+        text, kept = _shake(text)
+        # The modules nothing of which is kept (the frontier's, with its settings off) are not named.
+        shipped = [m for m in order if not (own := _own_names(m)) or own & kept]
+        text = text.replace(f"Built from {names}.", "Built from " + ", ".join(
+            f"{PACKAGE}/{m.name}.py" for m in shipped) + ".", 1)
+        pins = fold.pins(kept)
+        if PRESET in fold.settings:  # no fold reads it (presets apply before the settings
+            # exist); checked first, so a run without its preset is told that first
+            pins = {PRESET: fold.settings[PRESET], **pins}
+        text = _pin(text, pins)
     try:
         ast.parse(text, feature_version=TARGET_PYTHON)
     except SyntaxError as exc:
@@ -69,10 +94,32 @@ def build_bundle(source_dir: Path | None = None, leave_out: frozenset[str] = fro
 
 
 def write_bundle(path: Path, source_dir: Path | None = None,
-                 leave_out: frozenset[str] = frozenset()) -> str:
-    text = build_bundle(source_dir, leave_out)
+                 settings: Mapping[str, Any] | None = None) -> str:
+    text = build_bundle(source_dir, settings)
     path.write_text(text, encoding="utf-8")
     return text
+
+
+def pinned_settings(source: str) -> dict[str, Any] | None:
+    """The settings a record bundle was built for (its PINNED literal, empty in the full bundle),
+    read without running it; None for a source without one. Building with only these gives the
+    same record bundle: a fold reads nothing else."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    for node in tree.body:
+        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                and node.target.id == "PINNED" and node.value is not None):
+            try:
+                value = ast.literal_eval(node.value)
+            except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+                return None
+            scalars = (str, int, float, bool, type(None))
+            ok = isinstance(value, dict) and all(
+                isinstance(k, str) and isinstance(v, scalars) for k, v in value.items())
+            return value if ok else None
+    return None
 
 
 # ---- reading the package -------------------------------------------------------------------
@@ -119,7 +166,7 @@ def _guarded_import(stmt: cst.CSTNode, where: str) -> tuple[str, list[str]] | No
     return None
 
 
-def _read(source_dir: Path, name: str, leave_out: frozenset[str]) -> Module:
+def _read(source_dir: Path, name: str) -> Module:
     path = source_dir / f"{name}.py"
     where = f"{PACKAGE}/{name}.py"
     tree = cst.parse_module(path.read_text(encoding="utf-8"))
@@ -127,7 +174,7 @@ def _read(source_dir: Path, name: str, leave_out: frozenset[str]) -> Module:
     for stmt in tree.body:
         guarded = _guarded_import(stmt, where)
         if guarded is not None:
-            if guarded[0] not in leave_out and (source_dir / f"{guarded[0]}.py").exists():
+            if (source_dir / f"{guarded[0]}.py").exists():
                 module.deps.append(guarded[0])
             module.optional[guarded[0]] = guarded[1]
             continue
@@ -140,7 +187,7 @@ def _read(source_dir: Path, name: str, leave_out: frozenset[str]) -> Module:
     return module
 
 
-def _dependency_order(source_dir: Path, leave_out: frozenset[str]) -> list[Module]:
+def _dependency_order(source_dir: Path) -> list[Module]:
     modules: dict[str, Module] = {}
     order: list[Module] = []
     visiting: list[str] = []
@@ -153,7 +200,7 @@ def _dependency_order(source_dir: Path, leave_out: frozenset[str]) -> list[Modul
         if not (source_dir / f"{name}.py").exists():
             raise TrainerError(f"{PACKAGE}/{name}.py does not exist")
         visiting.append(name)
-        modules[name] = _read(source_dir, name, leave_out)
+        modules[name] = _read(source_dir, name)
         for dep in modules[name].deps:
             visit(dep)
         visiting.pop()
@@ -180,6 +227,11 @@ def _top_level_names(module: Module) -> dict[str, str]:
             for name in _assigned_in_block(stmt):
                 names[name] = f"def in {module.name}"
     return names
+
+
+def _own_names(module: Module) -> set[str]:
+    """The top-level names a module defines itself (not those it imports)."""
+    return {n for n, origin in _top_level_names(module).items() if origin.startswith("def in ")}
 
 
 def _bound_by(small: cst.BaseSmallStatement, module: str) -> dict[str, str]:
@@ -279,7 +331,7 @@ def _merge_imports(imports: list[cst.Import | cst.ImportFrom]) -> list[str]:
     return out[:first_party] + [""] * (0 < first_party < len(out)) + out[first_party:]
 
 
-def _transform(module: Module, is_entry: bool, bundled: set[str]) -> _Body:
+def _transform(module: Module, is_entry: bool, bundled: set[str], fold: _Fold | None) -> _Body:
     where = f"{PACKAGE}/{module.name}.py"
     imports: list[cst.Import | cst.ImportFrom] = []
     kept: list[cst.BaseStatement] = []
@@ -304,7 +356,10 @@ def _transform(module: Module, is_entry: bool, bundled: set[str]) -> _Body:
                 imports.append(small)
             continue
         kept.append(stmt)
-    code = cst.Module(body=kept).visit(_Slim()).code.strip("\n")
+    tree = cst.Module(body=kept).visit(_Slim())
+    if fold is not None:
+        tree = tree.visit(fold)
+    code = tree.code.strip("\n")
     return _Body(imports, code)
 
 
@@ -338,6 +393,235 @@ class _Slim(cst.CSTTransformer):
         args = list(updated.args)
         args[index] = args[index].with_changes(value=cst.SimpleString('""'))
         return updated.with_changes(args=args)
+
+
+# ---- the record bundle -----------------------------------------------------------------------
+
+EXTRAS = "EXTRAS"  # trainer.extras: False in a record bundle
+PRESET = "preset"  # the setting that picks an entry of trainer.config's PRESETS
+
+_COMPARE = {cst.Equal: operator.eq, cst.NotEqual: operator.ne, cst.LessThan: operator.lt,
+            cst.LessThanEqual: operator.le, cst.GreaterThan: operator.gt,
+            cst.GreaterThanEqual: operator.ge, cst.Is: operator.is_, cst.IsNot: operator.is_not,
+            cst.In: lambda a, b: a in b, cst.NotIn: lambda a, b: a not in b}
+_CONSTANTS = {"True": True, "False": False, "None": None}
+
+
+class _Unknown(Exception):
+    """The condition depends on more than the settings and EXTRAS."""
+
+
+class _Fold(cst.CSTTransformer):
+    """Folds `if`s and conditional expressions decided by `cfg.<setting>` (or `<x>.cfg.<setting>`)
+    reads and EXTRAS into the branch they take, noting the settings that decided each fold under
+    the top-level definition it is in."""
+
+    def __init__(self, settings: Mapping[str, Any]) -> None:
+        super().__init__()
+        self.settings = dict(settings)
+        self.read: dict[str | None, dict[str, Any]] = {}  # top-level name (None: no def) -> reads
+        self._elifs: dict[int, cst.If] = {}  # held, so no other node can take the same id
+        self._owners: list[str] = []
+
+    def pins(self, kept: set[str]) -> dict[str, Any]:
+        """The settings folds in the kept code read: a fold in dropped code pins nothing."""
+        out: dict[str, Any] = {}
+        for owner, read in self.read.items():
+            if owner is None or owner in kept:
+                out.update(read)
+        return dict(sorted(out.items()))
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._owners.append(node.name.value)
+
+    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
+        self._owners.pop()
+        return updated
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._owners.append(node.name.value)
+
+    def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
+        self._owners.pop()
+        return updated
+
+    def visit_If(self, node: cst.If) -> None:
+        if isinstance(node.orelse, cst.If):
+            self._elifs[id(node.orelse)] = node.orelse
+
+    def leave_If(self, original: cst.If, updated: cst.If):
+        if self._elifs.get(id(original)) is original:  # folded with the `if` it continues
+            return updated
+        return self._fold_if(updated)
+
+    def _fold_if(self, node: cst.If):
+        taken = self._decide(node.test)
+        if taken is None:
+            return node
+        if taken:
+            return cst.FlattenSentinel(_statements(node.body))
+        if node.orelse is None:
+            return cst.RemoveFromParent()
+        if isinstance(node.orelse, cst.Else):
+            return cst.FlattenSentinel(_statements(node.orelse.body))
+        return self._fold_if(node.orelse)
+
+    def leave_IfExp(self, original: cst.IfExp, updated: cst.IfExp) -> cst.BaseExpression:
+        taken = self._decide(updated.test)
+        if taken is None:
+            return updated
+        return (updated.body if taken else updated.orelse).with_changes(lpar=updated.lpar,
+                                                                         rpar=updated.rpar)
+
+    def leave_IndentedBlock(self, original: cst.IndentedBlock,
+                            updated: cst.IndentedBlock) -> cst.IndentedBlock:
+        """No empty block; nothing after a folded-in `return` (or raise, break, continue)."""
+        body = list(updated.body)
+        for i, stmt in enumerate(body):
+            if isinstance(stmt, cst.SimpleStatementLine) and isinstance(
+                    stmt.body[-1], (cst.Return, cst.Raise, cst.Break, cst.Continue)):
+                body = body[:i + 1]
+                break
+        return updated.with_changes(body=body or [cst.SimpleStatementLine([cst.Pass()])])
+
+    def _decide(self, test: cst.BaseExpression) -> bool | None:
+        read: dict[str, Any] = {}
+        try:
+            taken = bool(self._value(test, read))
+        except _Unknown:
+            return None
+        self.read.setdefault(self._owners[0] if self._owners else None, {}).update(read)
+        return taken
+
+    def _value(self, node: cst.BaseExpression, read: dict[str, Any]) -> Any:
+        if isinstance(node, cst.Name):
+            if node.value == EXTRAS:
+                return False
+            if node.value in _CONSTANTS:
+                return _CONSTANTS[node.value]
+        elif isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
+            return node.evaluated_value
+        elif isinstance(node, cst.Attribute) and node.attr.value in self.settings and (
+                _dotted(node.value) == "cfg" or _dotted(node.value).endswith(".cfg")):
+            read[node.attr.value] = self.settings[node.attr.value]
+            return read[node.attr.value]
+        elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Not, cst.Minus)):
+            value = self._value(node.expression, read)
+            return not value if isinstance(node.operator, cst.Not) else -value
+        elif isinstance(node, cst.BooleanOperation):
+            is_and = isinstance(node.operator, cst.And)
+            try:
+                left = self._value(node.left, read)
+            except _Unknown:
+                # `x is not None and not cfg.prequant_only`: decided by the right when that
+                # alone settles it and the left has no effect to keep.
+                right = self._value(node.right, read)
+                if bool(right) != is_and and _pure(node.left):
+                    return right
+                raise
+            return (left and self._value(node.right, read)) if is_and else (left or self._value(node.right, read))
+        elif isinstance(node, cst.Comparison):
+            left = self._value(node.left, read)
+            for target in node.comparisons:
+                right = self._value(target.comparator, read)
+                if type(target.operator) not in _COMPARE:
+                    raise _Unknown
+                if not _COMPARE[type(target.operator)](left, right):
+                    return False
+                left = right
+            return True
+        elif isinstance(node, (cst.Tuple, cst.List)):
+            return tuple(self._value(e.value, read) for e in node.elements)
+        raise _Unknown
+
+
+def _pure(node: cst.CSTNode) -> bool:
+    """No call, await or assignment expression inside: skipping it changes nothing."""
+    found = []
+
+    class Visitor(cst.CSTVisitor):
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            if isinstance(n, (cst.Call, cst.Await, cst.NamedExpr, cst.Yield)):
+                found.append(n)
+            return not found
+
+    node.visit(Visitor())
+    return not found
+
+
+def _statements(block: cst.BaseSuite) -> list[cst.BaseStatement]:
+    if isinstance(block, cst.IndentedBlock):
+        return list(block.body)
+    return [cst.SimpleStatementLine(body=block.body)]
+
+
+def _pin(code: str, read: Mapping[str, Any]) -> str:
+    """Write the settings the folds read into trainer.config's `PINNED = {}`, and keep only the
+    pinned preset's entry of its `PRESETS` (a run with another preset stops at the pin)."""
+    value = cst.parse_expression(repr(dict(read)))
+
+    def chosen(element: cst.BaseDictElement) -> bool:
+        return (isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString)
+                and element.key.evaluated_value == read.get(PRESET))
+
+    class Pin(cst.CSTTransformer):
+        def leave_AnnAssign(self, original: cst.AnnAssign, updated: cst.AnnAssign) -> cst.AnnAssign:
+            if _dotted(updated.target) == "PINNED":
+                return updated.with_changes(value=value)
+            if _dotted(updated.target) == "PRESETS" and PRESET in read and isinstance(updated.value, cst.Dict):
+                return updated.with_changes(value=updated.value.with_changes(
+                    lbrace=cst.LeftCurlyBrace(), elements=[e.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                              for e in updated.value.elements if chosen(e)]))
+            return updated
+
+    return cst.parse_module(code).visit(Pin()).code
+
+
+def _shake(text: str) -> tuple[str, set[str]]:
+    """Drop the top-level functions, classes, assignments and imports nothing kept refers to;
+    returns the text and the names kept. Everything else is kept and refers to what it names:
+    statements with an effect, decorated definitions (their decorators run), blocks under
+    `if`/`try`."""
+    tree = cst.parse_module(text)
+    units = []
+    for stmt in tree.body:
+        nodes = ast.parse(tree.code_for_node(stmt)).body
+        binds: set[str] | None = set()
+        for node in nodes:
+            names = _binds(node)
+            binds = None if names is None or binds is None else binds | names
+        uses = {n.id for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name)}
+        # Definitions inside (`if triton is not None: def kernel(...)`) are kept with the unit.
+        defines = {n.name for node in nodes for n in ast.walk(node)
+                   if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        units.append((binds, uses, defines))
+    keep = [binds is None for binds, _, _ in units]
+    needed = set().union(*(uses for (_, uses, _), kept in zip(units, keep) if kept))
+    grown = True
+    while grown:
+        grown = False
+        for i, (binds, uses, _) in enumerate(units):
+            if not keep[i] and binds & needed:
+                keep[i], grown = True, True
+                needed |= uses
+    kept_names = set().union(*((binds or set()) | defines
+                               for (binds, _, defines), kept in zip(units, keep) if kept))
+    return tree.with_changes(body=[s for s, kept in zip(tree.body, keep) if kept]).code, kept_names
+
+
+def _binds(node: ast.stmt) -> set[str] | None:
+    """The names a top-level statement only binds, or None when it must run (or its decorators)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return None if node.decorator_list else {node.name}
+    if isinstance(node, ast.Import):
+        return {(a.asname or a.name.split(".")[0]) for a in node.names}
+    if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+        return {a.asname or a.name for a in node.names}
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if all(isinstance(n, (ast.Name, ast.Tuple, ast.Store)) for t in targets for n in ast.walk(t)):
+            return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return None
 
 
 def _docstring(stmt: cst.CSTNode) -> str | None:

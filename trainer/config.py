@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from trainer.errors import TrainerError
+from trainer.extras import EXTRAS
 
 
 def knob(default: Any, doc: str, choices: tuple[str, ...] = ()) -> Any:
@@ -173,7 +174,8 @@ class Config:
     ttt_batch_seqs: int = knob(32, "Sequences per test-time training batch over all ranks.")
 
     def __post_init__(self) -> None:
-        _validate(self)
+        if EXTRAS:  # `pgolf train` validated the settings before launching
+            _validate(self)
 
 
 # A preset is a few overrides with their reasons, never a copy of the whole config.
@@ -227,6 +229,14 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 
+# Settings that differ between the runs of one submission (its seeds, their folders and the
+# data's place on each machine): a record bundle never folds them, so every seed runs one file.
+PER_RUN = frozenset({"seed", "run_id", "out_dir", "data_dir", "data_path", "tokenizer_path"})
+
+# Settings a record bundle was built for (trainer.bundle fills it in the bundle it writes): the
+# code their other values would run is not in that file, so another value stops the run.
+PINNED: dict[str, Any] = {}
+
 # Words common in unrelated environment variables. The other leading words of our names (TTT,
 # GPTQ, MUON, ...) belong to this trainer: an unknown name containing one is a typo or a knob of
 # another script (PHASED_TTT_ENABLED, WARMDOWN_ITERS), and it stops the run instead of being ignored.
@@ -255,7 +265,7 @@ def load_config(env: Mapping[str, str] | None = None,
     for name, text in env.items():
         if name in by_name:
             given[name] = text
-        else:
+        elif EXTRAS:
             _reject_lookalike(name, by_name)
     for name, text in (overrides or {}).items():
         key = name.upper()
@@ -263,8 +273,20 @@ def load_config(env: Mapping[str, str] | None = None,
             raise TrainerError(f"unknown setting {name}{_suggest(key, by_name)}")
         given[key] = text
     values = {by_name[name].name: parse_value(by_name[name], text) for name, text in given.items()}
-    merged = {**PRESETS[values.get("preset", "record")], **values}
-    return _derive_paths(Config(**merged))
+    # A record bundle holds its own preset only: with another, the pin below stops the run.
+    merged = {**PRESETS.get(values.get("preset", "record"), {}), **values}
+    cfg = _derive_paths(Config(**merged))
+    for name, value in PINNED.items():
+        if getattr(cfg, name) != value:
+            raise TrainerError(f"{env_name(name)}={format_value(getattr(cfg, name))}: this "
+                               f"train_gpt.py was built for {format_value(value)} and holds only "
+                               "that code; pgolf train builds one for these settings")
+    return cfg
+
+
+def record_settings(cfg: Config) -> dict[str, Any]:
+    """The settings a record bundle may fold in: all but those that differ between seeds."""
+    return {f.name: getattr(cfg, f.name) for f in fields() if f.name not in PER_RUN}
 
 
 def parse_value(field: dataclasses.Field, text: str) -> Any:

@@ -14,11 +14,12 @@ from pathlib import Path
 
 from torch import Tensor, nn
 
-from trainer.artifact import (ArtifactTooLarge, calibration_seconds, check_build, check_floor,
+from trainer.artifact import (ArtifactTooLarge, calibration_seconds, check_floor,
                               unpruned_path, write_artifact)
 from trainer.bpb import target_bytes
 from trainer.compress import ArtifactError, CompressorUnavailable
 from trainer.errors import TrainerError
+from trainer.extras import EXTRAS
 from trainer.runlog import log
 from trainer.runtime import Run
 from trainer.scoring import evaluate_artifact, pruning_cost
@@ -61,9 +62,7 @@ def export_and_evaluate(run: Run, model: nn.Module, train_time_ms: float) -> dic
 
 
 def check_cap_before_training(cfg, model: nn.Module, code_path: Path | None) -> None:
-    """Stop before training (a TrainerError) when no pruning could fit the model under the cap,
-    or when the settings need a module this build left out."""
-    check_build(cfg)
+    """Stop before training (a TrainerError) when no pruning could fit the model under the cap."""
     try:
         check_floor(cfg, model, _running_code(code_path), log)
     except ArtifactTooLarge as exc:
@@ -73,7 +72,7 @@ def check_cap_before_training(cfg, model: nn.Module, code_path: Path | None) -> 
 def _running_code(code_path: Path | None) -> str:
     """The source counted in the artifact: the running train_gpt.py; from the package (no
     bundle), the trainer modules this process loaded, which is what a bundle would hold."""
-    if code_path is not None:
+    if code_path is not None or not EXTRAS:  # a bundle always has its file
         return code_path.read_text(encoding="utf-8")
     files = sorted({m.__file__ for name, m in sys.modules.items()
                     if name.startswith("trainer.") and getattr(m, "__file__", None)})

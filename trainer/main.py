@@ -20,8 +20,9 @@ from trainer.config import Config, load_config
 from trainer.distributed import Dist, dist_from_env, start, stop
 from trainer.errors import TrainerError
 from trainer.evaluate import load_validation
+from trainer.extras import EXTRAS
 from trainer.model import build_model
-from trainer.preflight import DataFiles, preflight
+from trainer.preflight import DataFiles, find_data, preflight
 from trainer.progress import start_progress
 from trainer.runlog import close_log, log, log_run_header, open_log
 from trainer.runtime import Run
@@ -42,7 +43,8 @@ def main() -> None:
     try:
         cfg = load_config()
         dist = dist_from_env()
-        data = preflight(cfg)
+        # `pgolf train` ran the whole preflight before launching; a record run only finds its data.
+        data = preflight(cfg) if EXTRAS else find_data(cfg)
     except TrainerError as exc:
         fail(exc)
     device = pick_device(dist)
@@ -96,7 +98,7 @@ def seed_everything(seed: int) -> None:
 def run_training(cfg: Config, dist: Dist, device: torch.device, data: DataFiles) -> None:
     out_dir = Path(cfg.out_dir)
     open_log(out_dir / "train.log", dist.is_main)
-    live = start_progress(dist.is_main)
+    live = start_progress(dist.is_main) if EXTRAS else None
     try:
         log_run_header(cfg, dist.world_size, CODE_PATH)
         log(f"world_size:{dist.world_size} grad_accum_steps:{dist.grad_accum_steps}")

@@ -24,17 +24,12 @@ import torch.nn.functional as F
 from trainer.attention import activate_backend, causal_attention, choose_backend, document_segments
 from trainer.config import Config
 from trainer.errors import TrainerError
+from trainer.gates import HeadGate, SmearGate
 from trainer.mlp_gemm import fused_mlp, fused_mlp_problem
 from trainer.runlog import log
 from trainer.softcap_ce import softcapped_cross_entropy
 from trainer.xsa import exclusive_self_attention, fused_exclusive_self_attention
 
-try:
-    from trainer.gates import HeadGate, SmearGate
-except ModuleNotFoundError as exc:  # left out of a bundle whose settings use neither gate
-    if exc.name != "trainer.gates":
-        raise
-    HeadGate = SmearGate = None
 
 
 class RMSNorm(nn.Module):
@@ -195,9 +190,6 @@ class GPT(nn.Module):
     def __init__(self, cfg: Config):
         super().__init__()
         dim = cfg.model_dim
-        if SmearGate is None and (cfg.smear_gate_enabled or cfg.sparse_attn_gate_enabled):
-            raise TrainerError("the gates' settings are on, but this train_gpt.py was bundled "
-                               "without trainer/gates.py")
         self.tok_emb = nn.Embedding(cfg.vocab_size, dim)
         self.smear_gate = SmearGate(cfg.gate_window) if cfg.smear_gate_enabled else None
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.num_layers))

@@ -171,6 +171,16 @@ PROBE_SETTINGS = {"PRESET": "tiny", "EVAL_SEQ_LEN": "32", "EVAL_STRIDE": "8",
                   "TTT_CHUNK_TOKENS": "64", "TTT_EPOCHS": "2", "TTT_BATCH_SEQS": "2",
                   "TTT_LR": "0.05", "VAL_BATCH_TOKENS": "1024", "COMPILE": "0"}
 PROBE_TOKENS = 5 * 64 + 1
+# The settings that change what the probed evaluation computes beyond the tiny model: the full
+# bundle is probed with each on, a record bundle with the values it pins.
+SWITCHES = ("smear_gate_enabled", "sparse_attn_gate_enabled", "lqer_enabled")
+
+
+def switch_settings(pinned: dict | None = None) -> dict[str, str]:
+    """SWITCHES as settings: on for the full bundle (`pinned` None), else as pinned."""
+    on = {s: True for s in SWITCHES} if pinned is None else {s: pinned[s] for s in SWITCHES
+                                                             if s in pinned}
+    return {s.upper(): "1" if v else "0" for s, v in on.items()}
 
 
 DOCUMENT_TOKENS = 40  # the probe's stream is packed documents, each opening with BOS
@@ -178,7 +188,7 @@ DOCUMENT_TOKENS = 40  # the probe's stream is packed documents, each opening wit
 
 def self_probe(settings: dict[str, str] | None = None) -> list[ProbeResult]:
     """Every probe on pgolf's own evaluation: the trainer's model at the tiny preset plus
-    `settings` (those that switch on an optional module of the bundle), with random weights (the
+    `settings` (SWITCHES, as the probed bundle has them), with random weights (the
     output projections and gates start at zero, which would hide what they read) and looping on,
     round-tripped through a quantized artifact (with LQER's factors when it is on); random
     tokens in packed documents."""

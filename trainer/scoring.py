@@ -22,16 +22,11 @@ from torch import Tensor, nn
 
 from trainer.compress import read_artifact
 from trainer.distributed import REFERENCE_WORLD_SIZE, rank_and_world, synchronize
+from trainer.lqer import fold_corrections
 from trainer.quant import dequantize_state_dict
 from trainer.sliding import TargetBytes, Trace, check_length, eval_stream
 from trainer.ttt import eval_ttt
 
-try:
-    from trainer.lqer import fold_corrections
-except ModuleNotFoundError as exc:  # left out of a bundle whose settings do not use LQER
-    if exc.name != "trainer.lqer":
-        raise
-    fold_corrections = None
 
 
 def _clock(device: torch.device) -> float:
@@ -57,7 +52,7 @@ def evaluate_artifact(cfg, model: nn.Module, artifact_path: Path, val_tokens: Te
     device = val_tokens.device
     check_length(val_tokens.numel(), cfg.eval_seq_len)
     t_start = _clock(device)
-    _load(model, artifact_path)
+    _load(cfg, model, artifact_path)
     log(f"roundtrip:loaded {artifact_path.name} (decompress, dequantize, load) in "
         f"{_clock(device) - t_start:.1f}s")
     logits_fn = _scoring_fn(model, device, cfg.compile)
@@ -87,7 +82,7 @@ def pruning_cost(cfg, model: nn.Module, unpruned: Path, val_tokens: Tensor,
     after it), in a copy of `model`, whose own weights stay the scored ones; logs and returns the
     val_bpb the pruning cost."""
     other = copy.deepcopy(model)
-    _load(other, unpruned)
+    _load(cfg, other, unpruned)
     batch_windows = max(1, cfg.val_batch_tokens // (cfg.eval_seq_len * REFERENCE_WORLD_SIZE))
     _, bpb = eval_stream(other, val_tokens, target_bytes, seq_len=cfg.eval_seq_len,
                          stride=cfg.eval_seq_len, batch_windows=batch_windows,
@@ -99,9 +94,9 @@ def pruning_cost(cfg, model: nn.Module, unpruned: Path, val_tokens: Tensor,
     return pruned_bpb - bpb
 
 
-def _load(model: nn.Module, artifact_path: Path) -> None:
+def _load(cfg, model: nn.Module, artifact_path: Path) -> None:
     state = dequantize_state_dict(read_artifact(artifact_path))
-    if fold_corrections is not None:  # LQER's factors, when the artifact holds any
+    if cfg.lqer_enabled:  # the artifact holds LQER's factors
         state = fold_corrections(state)
     model.load_state_dict(state, strict=True)
 

@@ -24,6 +24,7 @@ from torch import Tensor
 
 from trainer.distributed import all_reduce, rank_and_world
 from trainer.evaluate import autocast
+from trainer.extras import EXTRAS
 
 TargetBytes = Callable[[Tensor, Tensor], Tensor]  # (previous ids, target ids) -> bytes per target
 
@@ -137,7 +138,7 @@ def score_segments(logits_fn: Callable[[Tensor], Tensor], tokens: Tensor,
         tally.loss += torch.where(scored, nll, 0.0).sum()
         tally.tokens += scored.sum()
         tally.bytes += torch.where(scored, target_bytes(x, y), 0).sum()
-        if trace is not None:
+        if EXTRAS and trace is not None:  # only the audit's probe traces, from the package
             rows, cols = scored.nonzero(as_tuple=True)
             _record(trace, logits, nll[rows, cols], firsts[rows] + cols,
                     padded[i:i + batch_windows], firsts)

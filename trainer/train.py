@@ -27,6 +27,7 @@ from trainer.data import TrainLoader
 from trainer.distributed import all_reduce, broadcast, synchronize
 from trainer.errors import TrainerError
 from trainer.evaluate import evaluate
+from trainer.extras import EXTRAS
 from trainer.model import GPT
 from trainer.optim import Optimizers, build_optimizers
 from trainer.progress import LiveProgress, progress_status
@@ -199,7 +200,7 @@ def run_steps(run: Run, model: GPT, net: nn.Module, compiled: nn.Module, opts: O
         if step <= 5 or (every > 0 and step % every == 0) or step in (stop_at, total):
             log(f"step:{step}/{total} train_loss:{loss:.4f} train_time:{elapsed_ms:.0f}ms "
                 f"step_avg:{elapsed_ms / step:.2f}ms tok/s:{tok_s:.0f}")
-        if live is not None:
+        if EXTRAS and live is not None:
             # The run ends at the budget or at ITERATIONS, whichever comes first.
             done = max(schedule.progress(step, elapsed_ms), step / total)
             live.update(done, progress_status(step, total, loss, tok_s, elapsed_ms, done))

@@ -22,6 +22,7 @@ from torch import Tensor, nn
 
 from trainer.distributed import all_reduce, rank_and_world
 from trainer.evaluate import autocast
+from trainer.extras import EXTRAS
 from trainer.sliding import (Tally, TargetBytes, Trace, check_length, rank_share,
                              score_segments, segments)
 
@@ -69,7 +70,7 @@ def train_on_chunk(model: nn.Module, opt: torch.optim.Optimizer, tokens: Tensor,
             _sync_grads(params)
             torch.nn.utils.clip_grad_norm_(params, grad_clip)
             opt.step()
-    if trace is not None:
+    if EXTRAS and trace is not None:
         trace.events.append(("train", starts[0], starts[-1] + seq_len))
 
 

@@ -25,22 +25,32 @@ RULES = rules(
 )
 
 
-@functools.lru_cache(maxsize=1)
-def bundle_hashes() -> dict[str, tuple[str, tuple[tuple[str, str], ...]]]:
-    """sha256 -> (description, settings) of every train_gpt.py this pgolf version builds, raw and
-    in its compact self-extracting form (what `pgolf package` may ship): one bundle per set of
-    optional modules the settings can reach, with the settings that switch those modules on."""
+@functools.lru_cache(maxsize=4)
+def bundle_hashes(pinned: tuple[tuple[str, object], ...] | None = None) -> dict[str, str]:
+    """sha256 -> description of the train_gpt.py this pgolf version builds, raw and in its
+    compact self-extracting form (what `pgolf package` may ship): the full bundle, or with
+    `pinned` the record bundle for those settings."""
     from trainer.bundle import build_bundle  # the bundler of `pgolf train`
     from trainer.codesize import compact_form
-    from trainer.reach import every_leave_out, settings_reaching
-    known = {}
-    for leave_out in every_leave_out():
-        source = build_bundle(leave_out=leave_out)
-        settings = tuple(sorted(settings_reaching(leave_out).items()))
-        what = "the bundle" + (f" with {', '.join(n for n, _ in settings)}" if settings else "")
-        known[hashlib.sha256(source.encode()).hexdigest()] = (what, settings)
-        known[hashlib.sha256(compact_form(source).encode()).hexdigest()] = (
-            f"{what}, compact form", settings)
+    source = build_bundle(settings=None if pinned is None else dict(pinned))
+    name = "the bundle" if pinned is None else "the record bundle"
+    return {hashlib.sha256(source.encode()).hexdigest(): name,
+            hashlib.sha256(compact_form(source).encode()).hexdigest(): f"{name}'s compact form"}
+
+
+def known_hashes(source: str | None) -> dict[str, tuple[str, tuple[tuple[str, str], ...]]]:
+    """sha256 -> (description, probe settings) of the builds a shipped source may be: the full
+    bundle, probed with every switch on, and the record bundle for the settings it names as
+    pinned (read statically, never run), probed with its pinned switches."""
+    from trainer.bundle import pinned_settings
+    from trainer.probe import switch_settings
+    known = {sha: (what, tuple(sorted(switch_settings().items())))
+             for sha, what in bundle_hashes().items()}
+    pinned = pinned_settings(source) if source else None
+    if pinned is not None:
+        settings = tuple(sorted(switch_settings(pinned).items()))
+        known.update({sha: (what, settings)
+                      for sha, what in bundle_hashes(tuple(sorted(pinned.items()))).items()})
     return known
 
 
@@ -48,7 +58,7 @@ def bundle_hashes() -> dict[str, tuple[str, tuple[tuple[str, str], ...]]]:
 def probe_results(settings: tuple[tuple[str, str], ...] = ()) -> tuple:
     """The probes on pgolf's installed evaluation with a tiny random model (a few seconds, CPU),
     with `settings` on. They do not depend on the audited folder, so one run serves every folder
-    of an audit that ships the same bundle."""
+    of an audit that ships a bundle with the same switches."""
     from trainer.probe import self_probe
     return tuple(self_probe(dict(settings)))
 
@@ -58,9 +68,10 @@ def eval_causality_probe(sub, options):
     """What it checks: only with `--probe`, and only for a folder whose train_gpt.py is the bundle this
     pgolf version builds (same sha256, raw or compact form), pgolf runs its own installed
     evaluation (standard, sliding-window and score-first TTT phases, after a quantized artifact
-    roundtrip) on a tiny random model, with the settings that switch on every optional module the
-    shipped bundle holds (SmearGate and the attention gate, LQER), then again with tokens altered. C1: replacing every token
-    after t leaves every loss of targets up to t unchanged. C3: replacing token t leaves earlier
+    roundtrip) on a tiny random model, with the shipped bundle's switches (SmearGate, the attention
+    gate, LQER: each on for the full bundle, as pinned for a record bundle), then again with
+    tokens altered. C1: replacing every token after t leaves every loss of targets up to t
+    unchanged. C3: replacing token t leaves earlier
     losses unchanged and target t is scored from exactly the distribution of the unaltered run
     (nothing trained on x_t first). C4: every position is scored once, and training uses only
     positions already scored. The folder's code is never executed: only its hash is read.
@@ -86,7 +97,7 @@ def eval_causality_probe(sub, options):
                     severity=Severity.INFO, unchecked=True)
         return
     shipped = hashlib.sha256(script.data).hexdigest()
-    known = bundle_hashes()
+    known = known_hashes(script.source)
     if shipped not in known:
         yield found("EVAL_CAUSALITY_PROBE", f"{ENTRY_SCRIPT} is not the bundle this pgolf version "
                     "builds: the probes vouch only for pgolf's own evaluation, so they were not run",

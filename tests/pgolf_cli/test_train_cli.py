@@ -55,18 +55,60 @@ def test_set_needs_name_and_value(data_dir):
     assert result.exit_code == 2 and "is not NAME=VALUE" in result.output
 
 
+@pytest.mark.slow
+def test_with_gpus_the_run_folder_gets_the_record_bundle(data_dir, tmp_path, monkeypatch):
+    """Where GPUs are seen, `pgolf train` writes the record bundle of the run's settings (the
+    run itself here is on the CPU: one process, two steps, no export)."""
+    import io
+
+    import rich.console
+    from rich.console import Console as RealConsole
+
+    from pgolf_cli import run_progress, train_cmd
+    from trainer.bundle import build_bundle
+    from trainer.config import load_config, record_settings
+
+    monkeypatch.setattr(train_cmd, "_gpu_count", lambda: 1)  # the hardware is the boundary
+    # A terminal, written to a buffer; what the progress display is fed is recorded.
+    screen = io.StringIO()
+    monkeypatch.setattr(rich.console, "Console",
+                        lambda: RealConsole(file=screen, force_terminal=True, width=200))
+    fed = []
+
+    class Recorded(run_progress.RunProgress):
+        def feed(self, line):
+            fed.append(line)
+            super().feed(line)
+
+    monkeypatch.setattr(run_progress, "RunProgress", Recorded)
+    settings = {"PRESET": "tiny", "ITERATIONS": "2", "WARMUP_STEPS": "0", "PREQUANT_ONLY": "1"}
+    result = run("--data-dir", str(data_dir), *[a for k, v in settings.items() for a in ("--set", f"{k}={v}")],
+                 "--out", str(tmp_path / "r"), env={"OMP_NUM_THREADS": "1"})
+    assert result.exit_code == 0, result.output
+    shipped = (tmp_path / "r" / "train_gpt.py").read_text()
+    expected = build_bundle(settings=record_settings(load_config({**settings, "DATA_DIR": str(data_dir)})))
+    assert shipped == expected and "\nPINNED: dict[str, Any] = {'" in shipped
+    assert "def start_progress" not in shipped and "def start_progress" in build_bundle()
+    # Its own display left out, the run's progress is drawn by `pgolf train` from its lines,
+    # which still reach the terminal.
+    steps = [line for line in fed if line.startswith("step:2/2 train_loss:")]
+    assert steps and steps[0] in screen.getvalue()
+
+
 @pytest.mark.parametrize("settings, holds", [
     ([], set()),
-    (["--set", "SMEAR_GATE_ENABLED=1"], {"gates"}),
-    (["--set", "LQER_ENABLED=1", "--set", "SPARSE_ATTN_GATE_ENABLED=1"], {"gates", "lqer"}),
+    (["--set", "SMEAR_GATE_ENABLED=1"], {"SmearGate"}),
+    (["--set", "LQER_ENABLED=1", "--set", "SPARSE_ATTN_GATE_ENABLED=1"], {"HeadGate", "fold_corrections"}),
 ])
-def test_the_bundle_holds_the_optional_modules_the_settings_reach(data_dir, tmp_path, monkeypatch,
-                                                                  settings, holds):
-    """The launch is the boundary: the run folder's train_gpt.py is what would run."""
+def test_with_gpus_the_bundle_holds_what_the_settings_switch_on(data_dir, tmp_path, monkeypatch,
+                                                                settings, holds):
+    """The launch and the hardware are the boundary: the run folder's train_gpt.py is what would
+    run, the record bundle of these settings."""
     import subprocess
 
     import pgolf_cli.train_cmd
     launched = []
+    monkeypatch.setattr(pgolf_cli.train_cmd, "_gpu_count", lambda: 1)
     monkeypatch.setattr(pgolf_cli.train_cmd.subprocess, "run",
                         lambda cmd, env: launched.append(cmd) or subprocess.CompletedProcess(cmd, 0))
     result = run("--preset", "tiny", "--data-dir", str(data_dir), *settings, "--nproc", "1",
@@ -74,5 +116,5 @@ def test_the_bundle_holds_the_optional_modules_the_settings_reach(data_dir, tmp_
     assert result.exit_code == 0, result.output
     script = (tmp_path / "r" / "train_gpt.py").read_text()
     assert launched and launched[0][-1] == str(tmp_path / "r" / "train_gpt.py")
-    for module in ("gates", "lqer"):
-        assert (f"# ---- trainer/{module}.py" in script) == (module in holds), module
+    for name in ("SmearGate", "HeadGate", "fold_corrections"):
+        assert (f"\ndef {name}(" in script or f"\nclass {name}(" in script) == (name in holds), name

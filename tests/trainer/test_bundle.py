@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from trainer.bundle import build_bundle, package_dir
-from trainer.config import load_config
+from trainer.bundle import build_bundle, package_dir, pinned_settings
+from trainer.codesize import compact_form
+from trainer.config import PER_RUN, load_config, record_settings
 from trainer.errors import TrainerError
-from trainer.reach import OPTIONAL as OPTIONAL_MODULES
-from trainer.reach import every_leave_out, settings_reaching, unreached
 from trainer_support import clean_env, make_data_dir
 
 # Standard-library names that Python 3.10 lacks (added in 3.11 or later).
@@ -188,44 +187,154 @@ def test_what_a_run_never_reads_is_left_out(bundle_text):
     assert "Seeds the weights" not in bundle_text
 
 
-def test_an_optional_module_left_out_keeps_its_fallback(tmp_path):
-    src = _package(tmp_path, {"main": OPTIONAL, "extra": "def hook():\n    return 1\n"})
-    text = build_bundle(src, leave_out=frozenset({"extra"}))
-    namespace: dict = {}
-    exec(text, namespace)
-    assert namespace["main"]() is None and "trainer/extra.py" not in text
+FOLDED = '''\
+    from trainer.extras import EXTRAS
+
+    PINNED: dict = {}
+
+    def show():
+        return "shown"
+
+    def helper_on():
+        return "on"
+
+    def helper_off():
+        return "off"
+
+    def chosen(cfg, seen):
+        if EXTRAS:
+            seen.append(show())
+        if cfg.feature and cfg.level >= 2:
+            return helper_on()
+        elif cfg.mode == "x":
+            return "x"
+        else:
+            return helper_off()
+
+    def width(cfg):
+        return 1 if not cfg.feature else 2
+
+    def undecided(run, x):
+        if x is not None and run.cfg.feature:
+            return 3
+        return 4
+
+    def dropped(cfg):
+        return 5 if cfg.other else 6
+
+    def after_return():
+        return "after"
+
+    def early(cfg):
+        if cfg.feature:
+            return "early"
+        return after_return()
+
+    def f(cfg, seen):
+        return (chosen(cfg, seen), width(cfg), undecided(cfg, None), early(cfg)), PINNED
+'''
 
 
-def test_a_bundle_holds_only_the_optional_modules_its_settings_reach():
-    record = build_bundle(leave_out=unreached(load_config({})))
-    frontier = build_bundle(leave_out=unreached(load_config({"PRESET": "frontier"})))
-    for module in OPTIONAL_MODULES:
-        assert f"# ---- trainer/{module}.py" not in record
-        assert f"# ---- trainer/{module}.py" in frontier
-    lqer_only = unreached(load_config({"LQER_ENABLED": "1"}))
-    assert lqer_only == frozenset(OPTIONAL_MODULES) - {"lqer"}
-    assert settings_reaching(lqer_only) == {"LQER_ENABLED": "1"}
-    assert frozenset() in every_leave_out() and frozenset(OPTIONAL_MODULES) in every_leave_out()
+def _run_bundle(text, **cfg):
+    namespace: dict = {"__name__": "bundle"}
+    exec(compile(text, "bundle", "exec"), namespace)
+    seen: list = []
+    config = type("Cfg", (), {"cfg": None, **cfg})()
+    values, pinned = namespace["f"](config, seen)
+    return values, seen, pinned
+
+
+MAIN_F = MAIN.replace("return f()", "return f")
+
+
+def test_record_bundle_folds_settings_and_extras(tmp_path):
+    src = _package(tmp_path, {"main": MAIN_F, "a": FOLDED, "extras": "EXTRAS = True\n"})
+    cfg = {"feature": True, "level": 3, "mode": "y", "other": False}
+    full = build_bundle(src)
+    assert _run_bundle(full, **cfg) == (("on", 2, 4, "early"), ["shown"], {})
+    record = build_bundle(src, settings=cfg)
+    # EXTRAS is False: `show` is left out; the branch taken stays, the others and what only they
+    # reached go; only the settings that decided a kept fold are pinned (`mode` was never read,
+    # `other` only in `dropped`, which nothing calls).
+    assert _run_bundle(record, **cfg) == (("on", 2, 4, "early"), [], {"feature": True, "level": 3})
+    # Nothing after a folded-in return: `after_return` is named only there.
+    for gone in ("def show", "def helper_off", "EXTRAS", '"x"', "def dropped", "after_return"):
+        assert gone not in record, gone
+    assert "if x is not None and run.cfg.feature:" in record  # not decided by settings alone
+    off = {**cfg, "feature": False, "mode": "x"}
+    record = build_bundle(src, settings=off)
+    assert _run_bundle(record, **off) == (("x", 1, 4, "after"), [], {"feature": False, "mode": "x"})
+    assert "def helper_on" not in record and "def helper_off" not in record
+    assert "if x is not None" not in record  # `... and False` is falsy whatever x is
+
+
+def test_record_bundle_keeps_what_runs_when_defined(tmp_path):
+    """Decorated definitions and statements with effects are kept even when nothing names them."""
+    a = ('import functools\n\nREGISTRY = []\n\ndef register(fn):\n    REGISTRY.append(fn.__name__)\n'
+         '    return fn\n\n@register\ndef hook():\n    pass\n\nprint("loaded")\n\n'
+         'def f(cfg, seen):\n    return REGISTRY\n')
+    src = _package(tmp_path, {"main": MAIN_F, "a": a + "PINNED: dict = {}\n"})
+    record = build_bundle(src, settings={})
+    assert "import functools" not in record and "def hook" in record and 'print("loaded")' in record
 
 
 @pytest.fixture(scope="module")
-def record_script(tmp_path_factory):
-    """The record preset's train_gpt.py (no optional module) and a small data folder."""
-    root = tmp_path_factory.mktemp("record")
-    script = root / "train_gpt.py"
-    script.write_text(build_bundle(leave_out=frozenset(OPTIONAL_MODULES)))
-    return script, make_data_dir(root / "data", max_docs=40)
+def record_text():
+    return build_bundle(settings=record_settings(load_config({})))
 
 
-@pytest.mark.parametrize("setting", ["SMEAR_GATE_ENABLED", "SPARSE_ATTN_GATE_ENABLED",
-                                     "LQER_ENABLED"])
-def test_a_setting_whose_module_was_left_out_stops_at_start(record_script, tmp_path, setting):
-    """The record's train_gpt.py run with a frontier setting on: one line, before training."""
-    script, data = record_script
-    result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
-                            text=True, timeout=300,
-                            env=clean_env(PRESET="tiny", DATA_DIR=str(data), OUT_DIR=str(tmp_path),
-                                          **{setting: "1"}))
-    assert result.returncode == 2, result.stderr[-2000:]
-    assert result.stderr.startswith("train_gpt: ") and "bundled without trainer/" in result.stderr
-    assert "step:1/" not in (tmp_path / "train.log").read_text()
+def test_the_record_bundle_is_the_trainer_less_what_the_record_never_runs(bundle_text, record_text):
+    tree = ast.parse(record_text, feature_version=(3, 10))
+    roots = {name.split(".")[0] for name in _names_used(tree)}
+    assert not {"trainer", "pgolf_cli", "audits"} & roots
+    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    full = {n.name for n in ast.parse(bundle_text).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    assert defined < full
+    # The live display, the repeated preflight and COMPRESSOR=best are left out; the run's own
+    # path (training, GPTQ, fitting the cap, sliding and TTT evaluation) is there.
+    assert {"start_progress", "preflight", "_validate", "_best_method"} <= full - defined
+    assert {"train", "quantize_gptq", "fit_to_budget", "eval_ttt", "find_data", "main"} <= defined
+    pinned = pinned_settings(record_text)
+    assert pinned["ttt_enabled"] is True and pinned["compressor"] == "brotli"
+    assert not PER_RUN & set(pinned)  # the seeds of one submission share one file
+    assert pinned_settings(bundle_text) == {}
+    assert build_bundle(settings=pinned) == record_text  # what the audit's probe rebuilds
+    assert len(compact_form(record_text)) < len(compact_form(bundle_text))
+
+
+@pytest.mark.parametrize("name, value, built", [
+    ("TTT_ENABLED", "0", "False: this train_gpt.py was built for True"),
+    ("SMEAR_GATE_ENABLED", "1", "True: this train_gpt.py was built for False"),
+    ("SPARSE_ATTN_GATE_ENABLED", "1", "True: this train_gpt.py was built for False"),
+    ("LQER_ENABLED", "1", "True: this train_gpt.py was built for False"),
+    ("PRESET", "tiny", "tiny: this train_gpt.py was built for record"),
+])
+def test_the_record_bundle_refuses_another_value_of_a_pinned_setting(record_text, tmp_path,
+                                                                     name, value, built):
+    """Before anything runs: the record's file holds neither the gates nor LQER."""
+    script = tmp_path / "train_gpt.py"
+    script.write_text(record_text)
+    result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                            env={"PATH": "/usr/bin:/bin", name: value})
+    assert result.returncode == 2
+    assert result.stderr == (f"train_gpt: {name}={built} and holds only that code; pgolf train "
+                             "builds one for these settings\n")
+
+
+def test_the_gates_and_lqer_ship_only_where_their_settings_are_on(bundle_text, record_text):
+    """No list of optional modules: code under `if cfg.lqer_enabled:` folds away in the record
+    bundle and what only it reached (trainer/gates.py, trainer/lqer.py) is dropped with it."""
+    frontier = build_bundle(settings=record_settings(load_config({"PRESET": "frontier"})))
+    smear_only = build_bundle(settings=record_settings(load_config({"SMEAR_GATE_ENABLED": "1"})))
+    defs = ("class SmearGate(", "class HeadGate(", "def lqer_corrections(", "def fold_corrections(")
+    assert [d in record_text for d in defs] == [False] * 4
+    assert [d in frontier for d in defs] == [True] * 4 and all(d in bundle_text for d in defs)
+    assert [d in smear_only for d in defs] == [True, False, False, False]
+    built_from = [line for line in record_text.splitlines() if line.startswith("Built from")][0]
+    assert "trainer/gates.py" not in built_from and "trainer/model.py" in built_from
+    assert "trainer/lqer.py" in next(line for line in frontier.splitlines() if line.startswith("Built from"))
+    assert pinned_settings(frontier)["lqer_enabled"] is True
+    # Of the presets, each holds its own only: the record's is empty, the frontier's has the gates.
+    assert '"record": {}' in record_text and '"frontier": {' not in record_text
+    assert '"frontier": {' in frontier and '"tiny": {' not in frontier and '"tiny": {' in bundle_text
+    assert list(pinned_settings(frontier))[0] == "preset"

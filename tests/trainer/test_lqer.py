@@ -70,7 +70,7 @@ def test_corrections_survive_the_artifact_and_load_into_the_model(tmp_path):
     path = tmp_path / "m.pga"
     compress.write_atomic(path, compress.compress_artifact(compress.pack_tensors({**q, **factors}),
                                                            "lzma"))
-    _load(model, path)
+    _load(dataclasses.replace(TINY, lqer_enabled=True), model, path)
     expected = lqer.fold_corrections({**quant.dequantize_state_dict(q), **factors})
     for name, tensor in model.state_dict().items():
         assert torch.allclose(tensor, expected[name].to(tensor.dtype)), name

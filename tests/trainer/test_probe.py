@@ -136,10 +136,11 @@ def test_a_trainer_model_that_attends_ahead_fails_c1(monkeypatch):
 def test_pgolf_evaluation_with_the_frontier_modules_passes_every_probe():
     """SmearGate (documents packed with BOS in the probe's stream), the attention gate and
     LQER's corrected artifact: every phase keeps C1, C3 and C4."""
-    from trainer.reach import OPTIONAL, settings_reaching
-    results = probe.self_probe(settings_reaching(frozenset()))
+    results = probe.self_probe(probe.switch_settings())
     assert len(results) == 21 and not _failures(results)
-    assert set(settings_reaching(frozenset())) == {s.upper() for m in OPTIONAL.values() for s in m}
+    assert probe.switch_settings() == {"SMEAR_GATE_ENABLED": "1", "SPARSE_ATTN_GATE_ENABLED": "1",
+                                       "LQER_ENABLED": "1"}
+    assert probe.switch_settings({"lqer_enabled": False, "ttt_enabled": True}) == {"LQER_ENABLED": "0"}
 
 
 def test_a_smear_that_reads_the_next_token_fails_c3(monkeypatch):

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from audits.submission.logparse import parse_log
-from trainer.config import load_config
+from trainer.bundle import write_bundle
+from trainer.config import load_config, record_settings
 from trainer.model import GPT
 from trainer.shards import write_shard
 from trainer_support import clean_env, run_trainer
@@ -64,6 +65,47 @@ def test_bundle_and_package_give_the_same_losses(bundled_run, data_dir, tmp_path
     package = _losses((tmp_path / "train.log").read_text())
     bundle = _losses((bundled_run / "run" / "train.log").read_text())
     assert len(package) == len(bundle) > STEPS // 10 and package == bundle
+
+
+@pytest.mark.slow
+def test_record_bundle_trains_like_the_full_one(bundled_run, data_dir, tmp_path):
+    """The record bundle for the run's settings (what `pgolf train` writes on a GPU machine),
+    with its folds, its extras left out and its settings pinned, gives the same losses in
+    training and in every phase of the export's evaluation."""
+    script = tmp_path / "train_gpt.py"
+    text = write_bundle(script, settings=record_settings(load_config(
+        {"PRESET": "tiny", "ITERATIONS": str(STEPS)})))
+    assert len(text) < len((bundled_run / "run" / "train_gpt.py").read_text())
+    env = clean_env(PRESET="tiny", DATA_DIR=data_dir, ITERATIONS=STEPS, OUT_DIR=tmp_path)
+    result = run_trainer([str(script)], env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    record = (tmp_path / "train.log").read_text()
+    full = (bundled_run / "run" / "train.log").read_text()
+    assert len(_losses(record)) == len(_losses(full)) > STEPS // 10
+    assert _losses(record) == _losses(full)
+    assert re.findall(r"val_bpb:(\S+)", record) == re.findall(r"val_bpb:(\S+)", full)
+
+
+# Every setting a record bundle folds, the other way from the tiny preset.
+FEATURES_OFF = {"TTT_ENABLED": "0", "SLIDING_WINDOW_ENABLED": "0", "GPTQ_ENABLED": "0", "NUM_LOOPS": "0",
+                "TIE_EMBEDDINGS": "0", "SKIP_GATES_ENABLED": "0", "LN_SCALE": "0", "GRAD_CLIP_NORM": "0",
+                "EMA_DECAY": "0", "COMPRESSOR": "lzma", "WARMUP_STEPS": "0"}
+
+
+@pytest.mark.slow
+def test_record_bundle_with_features_off_trains_like_the_package(data_dir, tmp_path):
+    settings = {"PRESET": "tiny", "ITERATIONS": str(STEPS), **FEATURES_OFF}
+    script = tmp_path / "record" / "train_gpt.py"
+    script.parent.mkdir()
+    text = write_bundle(script, settings=record_settings(load_config(settings)))
+    assert "def eval_ttt" not in text and "def collect_hessians" not in text
+    logs = []
+    for out, args in ((tmp_path / "record", [str(script)]), (tmp_path / "package", ["-m", "trainer"])):
+        result = run_trainer(args, clean_env(DATA_DIR=data_dir, OUT_DIR=out, **settings))
+        assert result.returncode == 0, result.stderr[-3000:]
+        logs.append((out / "train.log").read_text())
+    record, package = (_losses(log) for log in logs)
+    assert len(record) > STEPS // 10 and record == package
 
 
 @pytest.mark.slow

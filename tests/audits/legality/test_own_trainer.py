@@ -10,14 +10,15 @@ from audits.legality import analyse_sources
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("preset", ["record", "frontier"])
+@pytest.mark.parametrize("preset", [None, "record", "frontier"])
 def test_the_bundled_trainer_has_no_legality_problem(preset):
-    """Each preset's train_gpt.py: the frontier's holds the gates and LQER too."""
+    """The full bundle, and each preset's record bundle (what a GPU run ships): the frontier's
+    holds the gates and LQER too."""
     bundle = pytest.importorskip("trainer.bundle")
-    from trainer.config import load_config
-    from trainer.reach import unreached
-    source = bundle.build_bundle(leave_out=unreached(load_config({"PRESET": preset})))
-    assert ("# ---- trainer/lqer.py" in source) == (preset == "frontier")
+    from trainer.config import load_config, record_settings
+    settings = None if preset is None else record_settings(load_config({"PRESET": preset}))
+    source = bundle.build_bundle(settings=settings)
+    assert ("def fold_corrections(" in source) == (preset != "record")
     result = analyse_sources((("train_gpt.py", source),))
     assert result.unparsed == {}
     problems = [(v.rule, v.severity.name, v.kind) for v in result.verdicts if v.severity > Severity.INFO]

@@ -10,10 +10,9 @@ from audits.rules import probe as probe_check
 from pgolf_cli.main import cli
 from trainer.config import load_config
 from trainer.probe import ProbeResult
-from trainer.reach import unreached
 
 BUNDLE = "print('the bundle pgolf builds')\n"
-GATED = "print('the bundle pgolf builds with its gates')\n"
+GATED = "PINNED: dict = {'smear_gate_enabled': True}\nprint('a record bundle with SmearGate')\n"
 
 
 def _folder(tmp_path, script: str):
@@ -36,9 +35,11 @@ def seams(monkeypatch):
     runs_result = [ProbeResult(c, p, True, "ok") for c in ("C1", "C3", "C4")
                    for p in ("quantized", "quantized_ttt")]
     monkeypatch.setattr(probe_check, "bundle_hashes",
-                        lambda: {hashlib.sha256(BUNDLE.encode()).hexdigest(): ("the bundle", ()),
-                                 hashlib.sha256(GATED.encode()).hexdigest():
-                                 ("the bundle with SMEAR_GATE_ENABLED", (("SMEAR_GATE_ENABLED", "1"),))})
+                        lambda pinned=None: {
+                            None: {hashlib.sha256(BUNDLE.encode()).hexdigest(): "the bundle"},
+                            (("smear_gate_enabled", True),):
+                            {hashlib.sha256(GATED.encode()).hexdigest(): "the record bundle"},
+                        }.get(pinned, {}))
     monkeypatch.setattr(probe_check, "probe_results", results)
     return runs, runs_result
 
@@ -55,16 +56,18 @@ def test_without_the_flag_nothing_runs(tmp_path, seams):
 
 
 def test_the_bundle_is_probed_and_passes(tmp_path, seams):
+    """The full bundle holds every switch's code: it is probed with each on."""
     code, findings = _audit(_folder(tmp_path, BUNDLE), "--probe")
-    assert code == 0 and len(seams[0]) == 1
+    assert code == 0 and seams[0] == [(("LQER_ENABLED", "1"), ("SMEAR_GATE_ENABLED", "1"),
+                                       ("SPARSE_ATTN_GATE_ENABLED", "1"))]
     assert [f["severity"] for f in findings] == ["INFO"]
     assert "6 probes passed (C1, C3, C4 on quantized, quantized_ttt)" in findings[0]["message"]
 
 
-def test_a_bundle_with_optional_modules_is_probed_with_them_on(tmp_path, seams):
+def test_a_record_bundle_is_probed_with_the_switches_it_pins(tmp_path, seams):
     code, findings = _audit(_folder(tmp_path, GATED), "--probe")
     assert code == 0 and seams[0] == [(("SMEAR_GATE_ENABLED", "1"),)]
-    assert "the bundle with SMEAR_GATE_ENABLED of this pgolf" in findings[0]["evidence"]
+    assert "the record bundle of this pgolf" in findings[0]["evidence"]
 
 
 def test_another_script_is_not_run_and_not_probed(tmp_path, seams, monkeypatch):
@@ -86,12 +89,18 @@ def test_a_failed_probe_is_a_fail_finding(tmp_path, seams):
 
 
 @pytest.mark.slow
-def test_a_folder_shipping_this_pgolf_bundle_is_really_probed(tmp_path):
-    """No stand-ins: the bundle `pgolf train` would write, and the probes on pgolf's own code."""
+@pytest.mark.parametrize("record", [False, True])
+def test_a_folder_shipping_this_pgolf_bundle_is_really_probed(tmp_path, record):
+    """No stand-ins: the bundle `pgolf train` would write (the full one, or the record one for
+    the record settings in the self-extracting form `pgolf package` ships), and the probes on
+    pgolf's own code."""
     from trainer.bundle import build_bundle
+    from trainer.codesize import compact_form
+    from trainer.config import load_config, record_settings
     probe_check.probe_results.cache_clear()
-    code, findings = _audit(_folder(tmp_path, build_bundle(leave_out=unreached(load_config({})))),
-                            "--probe")
+    shipped = compact_form(build_bundle(settings=record_settings(load_config({})))) if record \
+        else build_bundle()
+    code, findings = _audit(_folder(tmp_path, shipped), "--probe")
     assert code == 0, findings
     assert [f["severity"] for f in findings] == ["INFO"]
     assert "21 probes passed (C1, C3, C4 on quantized, quantized_sliding_window, quantized_ttt)" \
@@ -104,9 +113,15 @@ def test_the_frontier_bundle_is_probed_with_its_gates_and_lqer(tmp_path):
     gate and LQER on, and it passes."""
     from trainer.bundle import build_bundle
     from trainer.codesize import compact_form
-    source = build_bundle(leave_out=unreached(load_config({"PRESET": "frontier"})))
+    from trainer.config import record_settings
+    probe_check.probe_results.cache_clear()
+    source = build_bundle(settings=record_settings(load_config({"PRESET": "frontier"})))
     code, findings = _audit(_folder(tmp_path, compact_form(source)), "--probe")
     assert code == 0, findings
     assert [f["severity"] for f in findings] == ["INFO"]
     assert "21 probes passed" in findings[0]["message"]
-    assert "LQER_ENABLED, SMEAR_GATE_ENABLED, SPARSE_ATTN_GATE_ENABLED" in findings[0]["evidence"]
+    assert probe_check.probe_results.cache_info().currsize == 1
+    # Its switches, read from the PINNED of the source the wrapper holds.
+    assert probe_check.known_hashes(source)[
+        hashlib.sha256(compact_form(source).encode()).hexdigest()][1] == (
+        ("LQER_ENABLED", "1"), ("SMEAR_GATE_ENABLED", "1"), ("SPARSE_ATTN_GATE_ENABLED", "1"))
