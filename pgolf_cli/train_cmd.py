@@ -50,7 +50,7 @@ def _gpu_count() -> int:
 
 @click.command("train")
 @click.option("--preset", type=click.Choice(list(PRESETS)), default=None,
-              help="Named overrides: record (default), baseline, tiny.")
+              help="Named overrides: record (default), frontier, baseline, tiny.")
 @click.option("--set", "settings", multiple=True, metavar="NAME=VALUE",
               help="Any setting of --list-settings; repeatable; wins over the environment.")
 @click.option("--seed", type=int, default=None, help="Shortcut for --set SEED=N.")
