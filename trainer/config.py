@@ -112,6 +112,8 @@ class Config:
                             "gate.")
 
     # ---- optimizer -------------------------------------------------------------------------
+    optimizer_graph: bool = knob(True, "On one GPU, replay the optimizer step (clipping, Muon, AdamW, "
+                                 "zeroing the gradients) as one CUDA graph instead of ~260 launches.")
     matrix_lr: float = knob(0.022, "Muon learning rate of the block matrices.")
     scalar_lr: float = knob(0.02, "AdamW learning rate of gains, mixes and skip weights.")
     tied_embed_lr: float = knob(0.03, "AdamW learning rate of the tied embedding.")

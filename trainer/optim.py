@@ -14,6 +14,12 @@ ops, one batched Newton-Schulz per bank (the records' parameter banking, PR #399
 66 matrices of the record model one by one cost 80 ms of an 820 ms step on one H200, nearly all
 of it kernel launches (docs/benchmarks.md).
 Which optimizer a parameter gets follows from the module that owns it, not from its name.
+
+On one GPU the whole step (clipping, every optimizer, zeroing the gradients) is replayed as one
+CUDA graph: it is ~2 ms of GPU work in ~260 kernels, which the CPU takes ~7 ms to launch. A graph
+replays fixed addresses, so gradients are zeroed in place, never freed; learning rates and
+momentum are device tensors the schedule fills; restored state is copied into the tensors the
+graph holds.
 """
 
 from __future__ import annotations
@@ -23,7 +29,12 @@ import torch.nn as nn
 
 from trainer.config import Config
 from trainer.distributed import Dist, all_reduce
+from trainer.errors import TrainerError
 from trainer.model import GPT, CastedLinear
+from trainer.runlog import log
+
+# Eager steps before the graph is captured: they compile Newton-Schulz and create every state.
+GRAPH_AFTER_STEPS = 2
 
 NS_COEFFS = {
     "classic": ((3.4445, -4.7750, 2.0315),),
@@ -89,10 +100,10 @@ class Muon(torch.optim.Optimizer):
                     updates = self._updates([params[i] for i in mine], group["momentum"])
                     torch._foreach_copy_([views[i] for i in mine], list(updates.flatten(1)))
             all_reduce(flat)
+            # lr and momentum are floats, or 0-d device tensors when the step is a CUDA graph.
             torch._foreach_mul_(params, 1.0 - group["lr"] * group["weight_decay"])
-            updates = flat.float().split(sizes)
-            torch._foreach_add_(params, [u.view_as(p) for u, p in zip(updates, params)],
-                                alpha=-group["lr"])
+            updates = (flat.float() * -group["lr"]).split(sizes)
+            torch._foreach_add_(params, [u.view_as(p) for u, p in zip(updates, params)])
 
     def _updates(self, params: list[nn.Parameter], momentum: float) -> torch.Tensor:
         """The orthogonalized updates of same-shape matrices, stacked (n, rows, cols), bf16."""
@@ -100,7 +111,7 @@ class Muon(torch.optim.Optimizer):
         bufs = [self.state[p].setdefault("momentum_buffer", torch.zeros_like(p.grad)) for p in params]
         torch._foreach_mul_(bufs, momentum)
         torch._foreach_add_(bufs, grads)
-        g = torch.stack(torch._foreach_add(grads, bufs, alpha=momentum))  # Nesterov
+        g = torch.stack(torch._foreach_add(grads, torch._foreach_mul(bufs, momentum)))  # Nesterov
         if self.row_normalize:
             g = g / g.float().norm(dim=-1, keepdim=True).clamp_min(1e-7).to(g.dtype)
         g = self.orthogonalize(g, self.coeffs, self.steps)
@@ -110,35 +121,95 @@ class Muon(torch.optim.Optimizer):
 class Optimizers:
     """All of a model's optimizers, stepped and scheduled together."""
 
-    def __init__(self, optimizers: list[torch.optim.Optimizer], muon: Muon):
+    def __init__(self, optimizers: list[torch.optim.Optimizer], muon: Muon,
+                 params: list[nn.Parameter], clip_norm: float, graphed: bool):
         self.optimizers, self.muon = optimizers, muon
+        self.params, self.clip_norm, self.graphed = params, clip_norm, graphed
+        self.graph: torch.cuda.CUDAGraph | None = None
+        self.eager_steps = 0
         for opt in optimizers:
             for group in opt.param_groups:
-                group["base_lr"] = group["lr"]
+                group["base_lr"] = float(group["lr"])
+                if graphed:
+                    group["lr"] = torch.tensor(group["base_lr"], device=params[0].device)
+        if graphed:
+            for group in muon.param_groups:
+                group["momentum"] = torch.tensor(group["momentum"], device=params[0].device)
 
     def step(self) -> None:
+        """Clip the gradients, step every optimizer, zero the gradients."""
+        if not self.graphed:
+            self._step()
+        elif self.graph is not None:
+            self.graph.replay()
+        elif self.eager_steps < GRAPH_AFTER_STEPS:
+            side = torch.cuda.Stream()  # warm-up before a capture runs on a side stream
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                self._step()
+            torch.cuda.current_stream().wait_stream(side)
+            self.eager_steps += 1
+        else:
+            missing = sum(p.grad is None for p in self.params)
+            if missing:
+                raise TrainerError(f"{missing} parameters have no gradient to capture the "
+                                   "optimizer step with; set OPTIMIZER_GRAPH=0")
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
+                self._step()
+            self.graph.replay()
+            log("optimizer:captured as one CUDA graph")
+
+    def _step(self) -> None:
+        if self.clip_norm > 0:
+            torch.nn.utils.clip_grad_norm_(self.params, self.clip_norm)
         for opt in self.optimizers:
             opt.step()
+        self.zero_grad()
 
     def zero_grad(self) -> None:
         for opt in self.optimizers:
-            opt.zero_grad(set_to_none=True)
+            opt.zero_grad(set_to_none=not self.graphed)
 
     def set_lr_scale(self, scale: float) -> None:
         for opt in self.optimizers:
             for group in opt.param_groups:
-                group["lr"] = group["base_lr"] * scale
+                _set(group, "lr", group["base_lr"] * scale)
 
     def set_muon_momentum(self, momentum: float) -> None:
         for group in self.muon.param_groups:
-            group["momentum"] = momentum
+            _set(group, "momentum", momentum)
 
     def state_dict(self) -> list[dict]:
         return [opt.state_dict() for opt in self.optimizers]
 
     def load_state_dict(self, states: list[dict]) -> None:
         for opt, state in zip(self.optimizers, states):
-            opt.load_state_dict(state)
+            if self.graph is None:
+                opt.load_state_dict(state)
+            else:
+                _load_in_place(opt, state)
+
+
+def _set(group: dict, key: str, value: float) -> None:
+    if isinstance(group[key], torch.Tensor):
+        group[key].fill_(value)
+    else:
+        group[key] = value
+
+
+def _load_in_place(opt: torch.optim.Optimizer, saved: dict) -> None:
+    """`opt.load_state_dict(saved)` into the state tensors a captured graph holds. State created
+    after `saved` was taken is zeroed: that is the fresh state of Adam's moments and step count
+    and of Muon's momentum."""
+    params = [p for group in opt.param_groups for p in group["params"]]
+    for i, p in enumerate(params):
+        kept = saved["state"].get(i, {})
+        for key, value in opt.state[p].items():
+            if key in kept:
+                value.copy_(kept[key])
+            else:
+                value.zero_()
 
 
 def build_optimizers(cfg: Config, model: GPT, dist: Dist) -> Optimizers:
@@ -148,7 +219,8 @@ def build_optimizers(cfg: Config, model: GPT, dist: Dist) -> Optimizers:
     taken = {id(p) for p in matrices + head + [model.tok_emb.weight]}
     scalars = [p for p in model.parameters() if id(p) not in taken]  # gains, mixes, skips
     fused = model.tok_emb.weight.device.type == "cuda"
-    adam = dict(betas=(cfg.beta1, cfg.beta2), eps=cfg.adam_eps, fused=fused)
+    graphed = fused and cfg.optimizer_graph and dist.world_size == 1
+    adam = dict(betas=(cfg.beta1, cfg.beta2), eps=cfg.adam_eps, fused=fused, capturable=graphed)
     embed_lr = cfg.tied_embed_lr if cfg.tie_embeddings else cfg.embed_lr
     optimizers: list[torch.optim.Optimizer] = [
         torch.optim.AdamW([model.tok_emb.weight], lr=embed_lr, weight_decay=cfg.embed_wd, **adam),
@@ -160,4 +232,5 @@ def build_optimizers(cfg: Config, model: GPT, dist: Dist) -> Optimizers:
                 backend_steps=cfg.muon_backend_steps, coeffs=cfg.muon_ns_coeffs,
                 row_normalize=cfg.muon_row_normalize, dist=dist,
                 compile_ns=cfg.compile and fused)
-    return Optimizers(optimizers + [muon], muon)
+    return Optimizers(optimizers + [muon], muon, list(model.parameters()), cfg.grad_clip_norm,
+                      graphed)

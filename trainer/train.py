@@ -99,10 +99,7 @@ def train_step(run: Run, net: nn.Module, loader: TrainLoader, opts: Optimizers) 
                 loss = net(x, y)
             (loss / accum).backward()
         total += loss.detach()
-    if run.cfg.grad_clip_norm > 0:
-        torch.nn.utils.clip_grad_norm_(net.parameters(), run.cfg.grad_clip_norm)
     opts.step()
-    opts.zero_grad()
     return total / accum
 
 
