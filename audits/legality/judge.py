@@ -117,7 +117,8 @@ def _judgment(e: Event, resolved: set[int]) -> list[Verdict]:
     if rule == "PREQUANT_TTT_ON_VAL":
         return [Verdict(rule, "trained_then_scored", FAIL, e.site, e.other)]
     if rule == "TTT_SCORE_AFTER_ADAPT":
-        kind = "adapt_pass" if "pass" in e.flags else "scored_again" if "again" in e.flags else "adapt_then_score"
+        kind = ("rescored_after_pass" if "rescored" in e.flags else "adapt_pass" if "pass" in e.flags
+                else "scored_again" if "again" in e.flags else "adapt_then_score")
         return [Verdict(rule, kind, FAIL, e.site, e.other)]
     if rule in ("SLOT", "ETLB"):
         if "context_only" in e.flags:
