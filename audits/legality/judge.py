@@ -82,7 +82,8 @@ def _event(e: Event, resolved: set[int]) -> list[Verdict]:
     if kind == "calib":
         return _calib(e)
     if kind == "stored" and operators.is_stored(e.taint) and _val(e.state):
-        return [Verdict("PAID_PREFIX", "answers_read", FAIL, e.site)]
+        unpacked = sorted((label[1] for label in kinds(e.taint, "unpacked")), key=_line)
+        return [Verdict("PAID_PREFIX", "answers_read", FAIL, e.site, origin=unpacked[0] if unpacked else None)]
     if kind == "sink" and _val(e.taint):
         return [Verdict("PAID_PREFIX", "saved", FAIL, e.site, detail=e.detail)]
     if kind == "net":
