@@ -6,6 +6,8 @@ import dataclasses
 import functools
 import math
 
+import libcst as cst
+
 from audits import legality
 from audits.context import CAP_BYTES, EVAL_BUDGET_MS, TRAIN_BUDGET_MS
 from audits.findings import Severity
@@ -252,17 +254,53 @@ def gptq_calib_after_budget(sub, options):
 
 def _calibration_call(sub):
     """(script, position, quoted code) of what collects Hessians from training data on the run's
-    path: the call in the function that starts the calibration, or the model call that feeds it
-    where no call hands it the data. None when the code analysis found none."""
+    path: the call that starts the calibration (where the training data is handed to it, else the
+    first call of the function that reads it), or the model call that feeds it. None when the
+    code analysis found none."""
+    result = legality.analyse(sub)
     places = []
-    for v in legality.analyse(sub).of("GPTQ_CALIB_ON_VAL"):
+    for v in result.of("GPTQ_CALIB_ON_VAL"):
         if v.kind != "on_training" or v.unreachable or v.side_script:
             continue
-        script = v.site.fn.script if v.site.chain else v.site.inner_fn.script
-        at = script.position(v.site.node if v.site.chain else v.site.inner)
+        if v.site.chain:
+            script, node = v.site.fn.script, v.site.node
+        else:
+            script, node = _first_call(result, v.site.fn) or (v.site.inner_fn.script, v.site.inner)
+        at = script.position(node)
         if at is not None:
             places.append((script.rel, at.start, excerpt(script, at)))
     return min(places, key=lambda p: (p[0], p[1].line), default=None)
+
+
+def _first_call(result, fn):
+    """(script, call) of the first call by name of the function `fn` outside its own body, in the
+    scripts the run executes; None for a module body or a function never called by name."""
+    if fn.node is None:
+        return None
+    calls = []
+    for rel in result.run:
+        script = result.scripts[rel]
+        found = _Calls(fn.name, fn.node)
+        script.module.visit(found)
+        calls += [(script.rel, script.position(call).start.line, script, call) for call in found.calls
+                  if script.position(call) is not None]
+    return min(calls, key=lambda c: c[:2])[2:] if calls else None
+
+
+class _Calls(cst.CSTVisitor):
+    """The calls `name(...)` or `x.name(...)` outside the def `skip`."""
+
+    def __init__(self, name: str, skip: cst.FunctionDef):
+        self.name, self.skip, self.calls = name, skip, []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return node is not self.skip
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        called = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
+        if called == self.name:
+            self.calls.append(node)
 
 
 @_one_cause

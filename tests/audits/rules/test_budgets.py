@@ -143,6 +143,22 @@ def test_gptq_after_budget_names_the_calibration_call_and_quotes_the_log(tmp_pat
     assert bare.file == "train_seed42.log" and "GPTQ:collected" in bare.evidence
 
 
+# the helper opens the training shards itself: no call hands it the data, so the finding names
+# the first call that starts it (not the model call inside it)
+READS_ITS_OWN_BATCHES = CALIBRATES_AFTER_THE_LOOP.replace(
+    "def collect_hessians(model, tokens):\n", "def collect_hessians(model):\n    tokens = torch.cat([torch.from_numpy("
+    "np.fromfile(f, dtype=np.uint16, offset=1024).astype(np.int64)) for f in sorted(glob.glob(TRAIN_FILES))])\n"
+).replace("collect_hessians(model, train[-512:])", "collect_hessians(model)")
+
+
+def test_gptq_after_budget_names_the_call_of_a_helper_that_reads_its_own_batches(tmp_path):
+    assert READS_ITS_OWN_BATCHES.count("collect_hessians(model)") == 2
+    log = record_log(42, bpb=1.081, train_ms=599_500, reserve_s=0.5, hessian_s=3.5)
+    [f] = by_rule(with_log(tmp_path, log, **{"train_gpt.py": READS_ITS_OWN_BATCHES}), "GPTQ_CALIB_AFTER_BUDGET")
+    call = 1 + READS_ITS_OWN_BATCHES.split("\n").index("    hessians = collect_hessians(model)")
+    assert (f.file, f.line, str(f.severity)) == ("train_gpt.py", call, "WARN")
+
+
 def test_gptq_reserve_too_small_warns_and_enough_is_quiet(tmp_path):
     small = by_rule(with_log(tmp_path, record_log(42, bpb=1.081, train_ms=599_500, reserve_s=0.5, hessian_s=3.5)),
                     "GPTQ_CALIB_AFTER_BUDGET")
