@@ -13,7 +13,7 @@ from audits.context import CAP_BYTES, EVAL_BUDGET_MS, TRAIN_BUDGET_MS
 from audits.findings import Severity
 from audits.registry import FAIL, ILLEGAL, WARN, Rule, check, found, issue, pr, readme, rules
 from audits.rules.legality.evidence import excerpt
-from audits.submission import codesize, runs
+from audits.submission import codesize, runs, trees
 from audits.submission.logparse import Value
 
 RULES = rules(
@@ -274,33 +274,27 @@ def _calibration_call(sub):
 
 def _first_call(result, fn):
     """(script, call) of the first call by name of the function `fn` outside its own body, in the
-    scripts the run executes; None for a module body or a function never called by name."""
+    scripts the run executes; None for a module body or a function never called by name. (Read
+    from the positions every node already has: no second walk of the tree.)"""
     if fn.node is None:
         return None
+    body = trees.positions(fn.script.module).ranges.get(fn.node)
     calls = []
     for rel in result.run:
         script = result.scripts[rel]
-        found = _Calls(fn.name, fn.node)
-        script.module.visit(found)
-        calls += [(script.rel, script.position(call).start.line, script, call) for call in found.calls
-                  if script.position(call) is not None]
+        for node, (start, end) in trees.positions(script.module).ranges.items():
+            if not isinstance(node, cst.Call) or _called(node.func) != fn.name:
+                continue
+            if script is fn.script and body is not None and body[0] <= start and end <= body[1]:
+                continue  # a call inside the function itself
+            calls.append((rel, start, script, node))
     return min(calls, key=lambda c: c[:2])[2:] if calls else None
 
 
-class _Calls(cst.CSTVisitor):
-    """The calls `name(...)` or `x.name(...)` outside the def `skip`."""
-
-    def __init__(self, name: str, skip: cst.FunctionDef):
-        self.name, self.skip, self.calls = name, skip, []
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return node is not self.skip
-
-    def visit_Call(self, node: cst.Call) -> None:
-        func = node.func
-        called = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
-        if called == self.name:
-            self.calls.append(node)
+def _called(func: cst.BaseExpression) -> str | None:
+    if isinstance(func, cst.Name):
+        return func.value
+    return func.attr.value if isinstance(func, cst.Attribute) else None
 
 
 @_one_cause
