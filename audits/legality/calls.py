@@ -133,7 +133,7 @@ def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
     if name in apis.REDUCE_CALLS:
         return union | {STAT}
     if name in apis.DECOMPRESS_CALLS:
-        return union | {BLOB}
+        return union | {BLOB} | (EMPTY if kinds(union, "unpacked") else {("unpacked", site)})
     if name in apis.SERIALIZE_CALLS:
         for arg in args:
             _sink(w, node, name, arg.taint)

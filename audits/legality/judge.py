@@ -82,7 +82,8 @@ def _event(e: Event, resolved: set[int]) -> list[Verdict]:
     if kind == "calib":
         return _calib(e)
     if kind == "stored" and operators.is_stored(e.taint) and _val(e.state):
-        return [Verdict("PAID_PREFIX", "answers_read", FAIL, e.site)]
+        unpacked = sorted((label[1] for label in kinds(e.taint, "unpacked")), key=_line)
+        return [Verdict("PAID_PREFIX", "answers_read", FAIL, e.site, origin=unpacked[0] if unpacked else None)]
     if kind == "sink" and _val(e.taint):
         return [Verdict("PAID_PREFIX", "saved", FAIL, e.site, detail=e.detail)]
     if kind == "net":
@@ -117,7 +118,8 @@ def _judgment(e: Event, resolved: set[int]) -> list[Verdict]:
     if rule == "PREQUANT_TTT_ON_VAL":
         return [Verdict(rule, "trained_then_scored", FAIL, e.site, e.other)]
     if rule == "TTT_SCORE_AFTER_ADAPT":
-        kind = "adapt_pass" if "pass" in e.flags else "scored_again" if "again" in e.flags else "adapt_then_score"
+        kind = ("rescored_after_pass" if "rescored" in e.flags else "adapt_pass" if "pass" in e.flags
+                else "scored_again" if "again" in e.flags else "adapt_then_score")
         return [Verdict(rule, kind, FAIL, e.site, e.other)]
     if rule in ("SLOT", "ETLB"):
         if "context_only" in e.flags:

@@ -137,19 +137,20 @@ def _exports(event: Event) -> bool:
 def _evaluation_pass(update: Event, score: Event) -> list[Event]:
     """An adaptation pass over the tokens at evaluation time, scored after it (C3). Where the
     pass that adapted also scored them (score-first TTT), the later score is a second pass over
-    the same tokens as well (C4). Both are placed at the calls in this function: the pass, and
-    the score after it."""
+    the same tokens as well (C4). Both are placed at the calls in this function: at the pass
+    where it trained on tokens not yet scored, at the score after it where the pass was legal
+    by itself and only that score breaks the order."""
     made = {label[1] for label in update.state if label[0] == "objref" and label[1][0] == "obj"}
     scored = {label[1] for label in score.taint if label[0] == "objref" and label[1][0] == "obj"}
     if made and scored and not made & scored:
         return []  # the score runs on another copy read back from the artifact, not the adapted one
     flags = frozenset({"pass"}) | switches(update, score)
     adapt, rescore = _here(update.site), _here(score.site)
-    out = [Event("judgment", adapt, update.taint, score.taint, detail=TTT, other=rescore, flags=flags)]
-    if "resolved" in update.flags:
-        out.append(Event("judgment", rescore, update.taint, score.taint, detail=TWO_PASS,
-                         other=adapt, flags=flags))
-    return out
+    if "resolved" not in update.flags:
+        return [Event("judgment", adapt, update.taint, score.taint, detail=TTT, other=rescore, flags=flags)]
+    return [Event("judgment", rescore, update.taint, score.taint, detail=TTT, other=adapt,
+                  flags=flags | {"rescored"}),
+            Event("judgment", rescore, update.taint, score.taint, detail=TWO_PASS, other=adapt, flags=flags)]
 
 
 def _here(site: Site) -> Site:

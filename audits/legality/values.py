@@ -23,6 +23,8 @@ Labels are tuples whose first item is the kind:
   ("bytes", site) ("gated", site) ("select", site) ("filled", site)
   ("keyed", site)                a hash key first combined with the scored token at `site`
   ("blob",)                      bytes decompressed from a blob (a payload of the artifact)
+  ("unpacked", site)             the blob was first decompressed at `site` (where stored answers
+                                 come back in: PAID_PREFIX names it)
 """
 
 from __future__ import annotations

@@ -6,10 +6,14 @@ import dataclasses
 import functools
 import math
 
+import libcst as cst
+
+from audits import legality
 from audits.context import CAP_BYTES, EVAL_BUDGET_MS, TRAIN_BUDGET_MS
 from audits.findings import Severity
 from audits.registry import FAIL, ILLEGAL, WARN, Rule, check, found, issue, pr, readme, rules
-from audits.submission import codesize, runs
+from audits.rules.legality.evidence import excerpt
+from audits.submission import codesize, runs, trees
 from audits.submission.logparse import Value
 
 RULES = rules(
@@ -208,7 +212,6 @@ def train_over_budget(sub, options):
 
 
 @check("GPTQ_CALIB_AFTER_BUDGET")
-@_one_cause
 def gptq_calib_after_budget(sub, options):
     """What it checks: on the record track, quantization calibration that reads training data
     (GPTQ Hessians from training batches) finishes inside the 600 s training window: the stop time plus the logged
@@ -226,9 +229,76 @@ def gptq_calib_after_budget(sub, options):
     Legal: stop at 592,054 ms, Hessians in 3.5 s (595.6 s); `gptq:generating autoregressive
     calibration data`.
 
+    The finding names the code that collects the Hessians from training data (the call that
+    starts the calibration, as the code analysis found it) and quotes the log lines that time it;
+    without such code, it names the log line.
+
     Known limits: decided from log lines; what the calibration reads is checked in the code by
     GPTQ_CALIB_ON_VAL.
     """
+    late = list(_calibration_after_stop(sub, options))
+    place = _calibration_call(sub) if late else None
+    for finding in late:
+        if place is None:
+            yield finding
+            continue
+        rel, at, quoted = place
+        prefix = f"{finding.file}:{finding.line}: "
+        logs = finding.evidence if finding.evidence.startswith(prefix) else prefix + finding.evidence
+        shipped = sub.scripts.get(rel)
+        yield dataclasses.replace(
+            finding, file=rel, line=at.line, column=at.column, evidence=f"{quoted}\n{logs}",
+            message=f"the calibration on training data at line {at.line} runs past the 600 s: "
+                    f"{finding.message}", via=shipped.via(at.line) if shipped is not None else None)
+
+
+def _calibration_call(sub):
+    """(script, position, quoted code) of what collects Hessians from training data on the run's
+    path: the call that starts the calibration (where the training data is handed to it, else the
+    first call of the function that reads it), or the model call that feeds it. None when the
+    code analysis found none."""
+    result = legality.analyse(sub)
+    places = []
+    for v in result.of("GPTQ_CALIB_ON_VAL"):
+        if v.kind != "on_training" or v.unreachable or v.side_script:
+            continue
+        if v.site.chain:
+            script, node = v.site.fn.script, v.site.node
+        else:
+            script, node = _first_call(result, v.site.fn) or (v.site.inner_fn.script, v.site.inner)
+        at = script.position(node)
+        if at is not None:
+            places.append((script.rel, at.start, excerpt(script, at)))
+    return min(places, key=lambda p: (p[0], p[1].line), default=None)
+
+
+def _first_call(result, fn):
+    """(script, call) of the first call by name of the function `fn` outside its own body, in the
+    scripts the run executes; None for a module body or a function never called by name. (Read
+    from the positions every node already has: no second walk of the tree.)"""
+    if fn.node is None:
+        return None
+    body = trees.positions(fn.script.module).ranges.get(fn.node)
+    calls = []
+    for rel in result.run:
+        script = result.scripts[rel]
+        for node, (start, end) in trees.positions(script.module).ranges.items():
+            if not isinstance(node, cst.Call) or _called(node.func) != fn.name:
+                continue
+            if script is fn.script and body is not None and body[0] <= start and end <= body[1]:
+                continue  # a call inside the function itself
+            calls.append((rel, start, script, node))
+    return min(calls, key=lambda c: c[:2])[2:] if calls else None
+
+
+def _called(func: cst.BaseExpression) -> str | None:
+    if isinstance(func, cst.Name):
+        return func.value
+    return func.attr.value if isinstance(func, cst.Attribute) else None
+
+
+@_one_cause
+def _calibration_after_stop(sub, options):
     if not sub.record_track:
         return  # no training window to stay inside
     for log in runs.completed_logs(sub):

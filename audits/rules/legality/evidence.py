@@ -79,19 +79,19 @@ def _finding(sub, result, v, turned_on=(), also=()):
     named = made or at
     here = "" if script is named_script else f"{script.rel}:"
     other_line = None
-    evidence = [_excerpt(script, at, here)] if at else []
+    evidence = [excerpt(script, at, here)] if at else []
     more = sorted({a.start.line: a for a in (u.site.position() for u in also) if a is not None
                    and a.start.line != line}.items())
-    evidence += [_excerpt(script, a, here) for _, a in more]
+    evidence += [excerpt(script, a, here) for _, a in more]
     if made is not None and (here or made.start.line != line):
-        evidence.insert(0, _excerpt(named_script, made))
+        evidence.insert(0, excerpt(named_script, made))
     if v.other is not None:
         other_script = v.other.inner_fn.script
         other_at = v.other.position()
         if other_at is not None:
             other_line = other_at.start.line
             where = "" if other_script is named_script else f"{other_script.rel}:"
-            evidence.append(_excerpt(other_script, other_at, where))
+            evidence.append(excerpt(other_script, other_at, where))
     call_at = v.site.call_position()
     if call_at is not None and call_at.start.line not in (line, made and made.start.line):
         evidence.append(f"(reached through the call at line {call_at.start.line})")
@@ -126,7 +126,7 @@ def _notes(v) -> str:
     return notes
 
 
-def _excerpt(script, at, where: str = "") -> str:
+def excerpt(script, at, where: str = "") -> str:
     """The lines of a node, each with its number (`71: opt.step()`)."""
     lines = script.excerpt(at.start.line, at.end.line).split("\n")
     return "\n".join(f"{where}{at.start.line + i}: {text}" if text != "..." else text

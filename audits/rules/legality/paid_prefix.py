@@ -20,7 +20,7 @@ WORDS = words(
         "the scored validation token is compared at {at} with tokens read back from a compressed "
         "blob: the answers are stored, not predicted",
         "The artifact may hold only the model and code: score every token by the model's "
-        "prediction."),
+        "prediction.", origin="the stored tokens are decompressed at {origin}"),
 )
 
 

@@ -23,6 +23,11 @@ WORDS = words(
     adapt_pass=Words(
         "the pass at {at} trains the exported model on the validation tokens, which are scored "
         "after it, at {other}", _HINT),
+    rescored_after_pass=Words(
+        "the validation tokens are scored at {at} after the pass at {other} trained on them (that "
+        "pass scored each chunk first; this later score comes after the training)",
+        "Report the score of the pass that scored each chunk before training on it; do not score "
+        "the tokens again with the adapted model."),
     multi_epoch=Words(
         "the update at {at} runs several passes over the same already-scored tokens (multi-epoch "
         "adaptation)", "No score changes, but reviewers have asked for a ruling; one pass per chunk "

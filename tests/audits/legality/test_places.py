@@ -1,6 +1,8 @@
 """Where a legality finding points: the line that shows the violation, not a line that only
 follows from it."""
 
+from pathlib import Path
+
 from support import audit_findings, by_rule, good_folder_files, write_folder
 
 # The answer-keyed key is made in one pass over the orders and read in a second one, many lines
@@ -164,3 +166,23 @@ def test_calibration_on_validation_names_the_call_that_passes_the_validation_tok
     assert f"passed in by the call at line {call_line}" in finding.message
     assert finding.evidence.startswith(f"{call_line}: ")
     assert f"\n{forward_line}: " in finding.evidence  # the forward pass that runs on them
+
+
+# The stored answers come back in a loader; the scoring loop compares them with the target many
+# lines later. The decompression shows what the artifact holds; the comparison stays in evidence.
+STORED_ANSWERS = (Path(__file__).parents[2] / "fixtures" / "legality" / "paid_prefix_stored_answers.py").read_text(
+    encoding="utf-8")
+
+
+def test_answers_read_from_the_artifact_name_where_the_blob_is_decompressed(tmp_path):
+    files = good_folder_files()
+    files["train_gpt.py"] = STORED_ANSWERS
+    folder = write_folder(tmp_path / "2026-05-01_Stored_Answers", files)
+    lines = STORED_ANSWERS.split("\n")
+    unpack = 1 + next(i for i, s in enumerate(lines) if "lzma.decompress(" in s)
+    compare = 1 + next(i for i, s in enumerate(lines) if "== y[:n]" in s)
+    [finding] = by_rule(audit_findings(folder), "PAID_PREFIX", "FAIL")
+    assert (finding.file, finding.line) == ("train_gpt.py", unpack)
+    assert f"compared at line {compare}" in finding.message
+    assert f"decompressed at line {unpack}" in finding.message
+    assert finding.evidence.startswith(f"{unpack}: ") and f"\n{compare}: " in finding.evidence

@@ -84,6 +84,81 @@ def test_gptq_after_budget_without_reserve_fails(tmp_path):
     assert [str(x.severity) for x in f] == ["FAIL"]
 
 
+CALIBRATES_AFTER_THE_LOOP = """import glob
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+TRAIN_FILES = "./data/datasets/fineweb10B_sp1024/fineweb_train_*.bin"
+
+
+def collect_hessians(model, tokens):
+    hessians = {}
+
+    def hook(mod, inputs, output):
+        act = inputs[0].reshape(-1, inputs[0].shape[-1]).float()
+        hessians[mod] = hessians.get(mod, 0) + act.T @ act
+    handle = model[1].register_forward_hook(hook)
+    with torch.no_grad():
+        for b in range(8):
+            model(tokens[b * 64:(b + 1) * 64][None])
+    handle.remove()
+    return hessians
+
+
+def main():
+    train = torch.cat([torch.from_numpy(np.fromfile(f, dtype=np.uint16, offset=1024).astype(np.int64))
+                       for f in sorted(glob.glob(TRAIN_FILES))])
+    model = nn.Sequential(nn.Embedding(1024, 64), nn.Linear(64, 1024))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    start = time.perf_counter()
+    for step in range(20000):
+        seg = train[step * 64:(step + 1) * 64 + 1]
+        opt.zero_grad()
+        F.cross_entropy(model(seg[:-1]), seg[1:]).backward()
+        opt.step()
+        if time.perf_counter() - start > 600:
+            break
+    hessians = collect_hessians(model, train[-512:])
+    torch.save(hessians, "hessians.pt")
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_gptq_after_budget_names_the_calibration_call_and_quotes_the_log(tmp_path):
+    log = record_log(42, bpb=1.081, train_ms=599_900, reserve_s=None, hessian_s=9.0)
+    [f] = by_rule(with_log(tmp_path, log, **{"train_gpt.py": CALIBRATES_AFTER_THE_LOOP}), "GPTQ_CALIB_AFTER_BUDGET")
+    call = 1 + CALIBRATES_AFTER_THE_LOOP.split("\n").index("    hessians = collect_hessians(model, train[-512:])")
+    assert (f.file, f.line, str(f.severity)) == ("train_gpt.py", call, "FAIL")
+    assert f"{call}: hessians = collect_hessians(model, train[-512:])" in f.evidence
+    assert "train_seed42.log:" in f.evidence and "GPTQ:collected 67 Hessians in 9.0s" in f.evidence
+    # without code that calibrates on training data, the log line is the place
+    [bare] = by_rule(with_log(tmp_path / "bare", log), "GPTQ_CALIB_AFTER_BUDGET")
+    assert bare.file == "train_seed42.log" and "GPTQ:collected" in bare.evidence
+
+
+# the helper opens the training shards itself: no call hands it the data, so the finding names
+# the first call that starts it (not the model call inside it)
+READS_ITS_OWN_BATCHES = CALIBRATES_AFTER_THE_LOOP.replace(
+    "def collect_hessians(model, tokens):\n", "def collect_hessians(model):\n    tokens = torch.cat([torch.from_numpy("
+    "np.fromfile(f, dtype=np.uint16, offset=1024).astype(np.int64)) for f in sorted(glob.glob(TRAIN_FILES))])\n"
+).replace("collect_hessians(model, train[-512:])", "collect_hessians(model)")
+
+
+def test_gptq_after_budget_names_the_call_of_a_helper_that_reads_its_own_batches(tmp_path):
+    assert READS_ITS_OWN_BATCHES.count("collect_hessians(model)") == 2
+    log = record_log(42, bpb=1.081, train_ms=599_500, reserve_s=0.5, hessian_s=3.5)
+    [f] = by_rule(with_log(tmp_path, log, **{"train_gpt.py": READS_ITS_OWN_BATCHES}), "GPTQ_CALIB_AFTER_BUDGET")
+    call = 1 + READS_ITS_OWN_BATCHES.split("\n").index("    hessians = collect_hessians(model)")
+    assert (f.file, f.line, str(f.severity)) == ("train_gpt.py", call, "WARN")
+
+
 def test_gptq_reserve_too_small_warns_and_enough_is_quiet(tmp_path):
     small = by_rule(with_log(tmp_path, record_log(42, bpb=1.081, train_ms=599_500, reserve_s=0.5, hessian_s=3.5)),
                     "GPTQ_CALIB_AFTER_BUDGET")
