@@ -88,10 +88,15 @@ def iter_documents(paths: Iterable[str | Path]) -> Iterator[str]:
                 if not line.strip():
                     continue
                 try:
-                    yield json.loads(line)["text"]
-                except (ValueError, KeyError, TypeError):
+                    text = json.loads(line)["text"]
+                    text.encode("utf-8")  # a "\ud800" escape reads as a lone surrogate: no text
+                except UnicodeEncodeError:
+                    raise TrainerError(f"{path}:{line_no}: the text holds a lone surrogate, "
+                                       "which is not Unicode text") from None
+                except (ValueError, KeyError, TypeError, AttributeError):
                     raise TrainerError(f"{path}:{line_no}: expected a JSON object with a "
                                        "\"text\" field") from None
+                yield text
 
 
 def tokenizer_sentences(text: str, limit: int = SENTENCE_BYTES) -> Iterator[str]:

@@ -99,6 +99,12 @@ def test_bad_input_is_one_line(docs_file, tmp_path):
     bad.write_text('{"text": "fine"}\n{"body": "no text"}\n')
     result = run("shards", bad, "--tokenizer", SAMPLE_TOKENIZER, "--out-dir", tmp_path / "d")
     assert result.exit_code == 2 and f"{bad}:2: expected a JSON object" in result.output
+    bad.write_text('{"text": "fine"}\n{"text": 7}\n')
+    result = run("shards", bad, "--tokenizer", SAMPLE_TOKENIZER, "--out-dir", tmp_path / "d")
+    assert result.exit_code == 2 and f"{bad}:2: expected a JSON object" in result.output
+    bad.write_text('{"text": "fine"}\n{"text": "half \\ud800 a pair"}\n')
+    result = run("shards", bad, "--tokenizer", SAMPLE_TOKENIZER, "--out-dir", tmp_path / "d")
+    assert result.exit_code == 2 and f"{bad}:2: the text holds a lone surrogate" in result.output
     result = run("shards", docs_file, "--tokenizer", SAMPLE_TOKENIZER, "--out-dir", tmp_path / "d")
     assert result.exit_code == 2 and "leaves no training documents" in result.output
     result = run("shards", docs_file, "--tokenizer", SAMPLE_TOKENIZER, "--out-dir", tmp_path / "d",
