@@ -190,3 +190,10 @@ def test_verify_names_a_bad_sidecar(caseops_data, tmp_path, damage, message):
     damage(folder)
     result = run("verify", folder)
     assert result.exit_code == 2 and message in result.output and result.output.count("\n") == 1
+
+
+def test_plain_shards_written_over_caseops_data_leave_no_sidecar(docs_file, caseops_data, tmp_path):
+    shutil.copytree(caseops_data / "d", tmp_path / "d")
+    assert run("shards", docs_file, "--tokenizer", SAMPLE_TOKENIZER, "--out-dir", tmp_path / "d",
+               "--num-val-docs", 5).exit_code == 0
+    assert not list((tmp_path / "d").glob("fineweb_val_bytes_*")) and run("verify", tmp_path / "d").exit_code == 0
