@@ -143,13 +143,20 @@ def shards_command(inputs, tokenizer, out_dir, num_val_docs, val_frac, shard_tok
 @click.option("--vocab-size", type=int, default=None, help="Or against this vocabulary size.")
 def verify_command(folder, tokenizer, vocab_size) -> None:
     """Check every shard: header, size, token ids, a BOS at the start of each split, and the
-    validation byte sidecar where there is one."""
+    validation byte sidecar where there is one (a CaseOps tokenizer needs one)."""
+    caseops_text = False
     if tokenizer is not None:
         import sentencepiece as spm
 
-        vocab_size = spm.SentencePieceProcessor(model_file=str(tokenizer)).vocab_size()
+        from trainer.caseops import is_caseops
+
+        sp = spm.SentencePieceProcessor(model_file=str(tokenizer))
+        vocab_size, caseops_text = sp.vocab_size(), is_caseops(sp)
     try:
         summary = _dataprep().verify_shards(folder, vocab_size)
     except TrainerError as exc:
         raise PgolfError(str(exc)) from None
+    if caseops_text and not summary["val"].sidecar_files:
+        raise PgolfError(f"{folder}: {tokenizer} is a CaseOps tokenizer but the validation shards have "
+                         "no byte sidecar (write them with `pgolf data shards --caseops`)")
     click.echo(f"{folder}: ok; {split_summary(summary)}")

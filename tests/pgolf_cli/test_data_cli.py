@@ -180,6 +180,7 @@ def _counts(folder):
 
 
 @pytest.mark.parametrize("damage, message", [
+    (lambda d: [p.unlink() for p in d.glob("fineweb_val_bytes_*")], "have no byte sidecar"),
     (lambda d: _sidecar(d, 1).unlink(), "does not match the validation shards"),
     (lambda d: write_shard(_sidecar(d), _counts(d)[:-1]), "byte counts for the"),
     (lambda d: write_shard(_sidecar(d), _counts(d) + 1), "a BOS token of fineweb_val_000000"),
@@ -188,7 +189,7 @@ def test_verify_names_a_bad_sidecar(caseops_data, tmp_path, damage, message):
     folder = tmp_path / "d"
     shutil.copytree(caseops_data / "d", folder)
     damage(folder)
-    result = run("verify", folder)
+    result = run("verify", folder, "--tokenizer", caseops_data / "co.model")
     assert result.exit_code == 2 and message in result.output and result.output.count("\n") == 1
 
 
