@@ -6,7 +6,7 @@
   prefix, character coverage 0.999, ids 0-3 = pad/bos/eos/unk, soft vocabulary limit.
 - Shards: each document becomes [BOS=1] + its tokens; the first N documents go to the validation
   split, the rest to training; tokens stream into shards of at most SHARD_TOKENS.
-- CaseOps (`caseops=True`, trainer/caseops.py): the tokenizer is trained on, and encodes, the
+- CaseOps (`caseops_text=True`, trainer/caseops.py): the tokenizer is trained on, and encodes, the
   normalized text with its case turned into operator symbols (reserved as pieces; identity
   normalization, so the tokens decode to exactly that string). Each validation shard gets a byte
   sidecar, fineweb_val_bytes_NNNNNN.bin: the same header and length, one uint16 per token, the
@@ -161,6 +161,7 @@ class _ShardWriter:
                  sidecar: bool = False):
         self.out_dir, self.split, self.summary = out_dir, split, summary
         self.buf = np.empty(shard_tokens, dtype=np.uint16)
+        # a piece holds at most 16 characters (SentencePiece's max_piece_length): its count fits
         self.bytes = np.empty(shard_tokens, dtype=np.uint16) if sidecar else None
         self.fill = 0
 
