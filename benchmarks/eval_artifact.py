@@ -13,7 +13,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from trainer.bpb import target_bytes
 from trainer.config import load_config
 from trainer.distributed import dist_from_env, start, stop
 from trainer.evaluate import load_validation
@@ -35,7 +34,7 @@ def main() -> None:
     # A run that trained past ENABLE_LOOPING_AT evaluates with the loops on, as this does.
     model.looping_active = bool(cfg.num_loops)
     evaluate_artifact(cfg, model, Path(sys.argv[1]), val.tokens.to(device).long(),
-                      lambda prev, tgt: target_bytes(val.tables, prev, tgt), log=log)
+                      val.bytes_of, log=log)
     stop(finished=True)
 
 

@@ -59,7 +59,6 @@ def run(args: argparse.Namespace) -> None:
     import torch
 
     from benchmarks.train_h200 import prepare_data
-    from trainer.bpb import target_bytes
     from trainer.config import load_config
     from trainer.evaluate import load_validation
     from trainer.model import build_model
@@ -86,17 +85,15 @@ def run(args: argparse.Namespace) -> None:
         if not line.startswith("ttt:chunk"):
             print(line, flush=True)
 
-    def tb(prev, tgt):
-        return target_bytes(val.tables, prev, tgt)
-
-    evaluate_artifact(cfg, model, args.artifact, tokens, tb, log=log)
+    evaluate_artifact(cfg, model, args.artifact, tokens, val.bytes_of, log=log)
     timed = seconds(lines)
     prefix = tokens[:args.trace_tokens + 1]
     args.out.mkdir(parents=True, exist_ok=True)
     traced_bpb = {}
     for suffix in ("", "_repeat"):
         traces = {name: Trace.for_stream(prefix.numel()) for name in PHASES}
-        figures = evaluate_artifact(cfg, model, args.artifact, prefix, tb, log=log, traces=traces)
+        figures = evaluate_artifact(cfg, model, args.artifact, prefix, val.bytes_of, log=log,
+                                    traces=traces)
         for name, trace in traces.items():
             np.save(args.out / f"nll_{name}{suffix}.npy", trace.nll.numpy())
             traced_bpb[name + suffix] = figures[name]["val_bpb"]

@@ -35,6 +35,7 @@ def _val_docs(inputs: tuple[Path, ...], num_val_docs: int | None, val_frac: floa
 
 def split_summary(summary) -> str:
     return "; ".join(f"{split}: {s.docs:,} docs, {s.tokens:,} tokens, {len(s.files)} shard(s)"
+                     + (" and their byte sidecar" if s.sidecar_files else "")
                      for split, s in summary.items())
 
 
@@ -43,6 +44,9 @@ _num_val = click.option("--num-val-docs", type=int, default=None,
                         help=f"The first N documents are validation (default {CHALLENGE_VAL_DOCS:,}).")
 _val_frac = click.option("--val-frac", type=float, default=None,
                          help="Or: this fraction of the documents, rounded.")
+_caseops = click.option("--caseops", is_flag=True,
+                        help="CaseOps: lowercase words with case-operator symbols (lossless); shards "
+                             "also get the validation byte sidecar that keeps bpb on the original bytes.")
 
 
 @click.group("data")
@@ -87,13 +91,14 @@ def fineweb_command(variant, train_shards, data_dir, repo) -> None:
 @_num_val
 @_val_frac
 @click.option("--max-docs", type=int, default=None, help="Train on at most N training documents.")
-def tokenizer_command(inputs, vocab_size, model_path, num_val_docs, val_frac, max_docs) -> None:
+@_caseops
+def tokenizer_command(inputs, vocab_size, model_path, num_val_docs, val_frac, max_docs, caseops) -> None:
     """Train a SentencePiece BPE tokenizer with the challenge's settings on the training split."""
     skip = _val_docs(inputs, num_val_docs, val_frac)
     end = None if max_docs is None else skip + max_docs
     docs = itertools.islice(_dataprep().iter_documents(inputs), skip, end)
     try:
-        _dataprep().train_tokenizer(docs, vocab_size, model_path)
+        _dataprep().train_tokenizer(docs, vocab_size, model_path, caseops_text=caseops)
     except TrainerError as exc:
         raise PgolfError(str(exc)) from None
     except RuntimeError as exc:  # SentencePiece's own complaints (e.g. too few characters)
@@ -110,13 +115,21 @@ def tokenizer_command(inputs, vocab_size, model_path, num_val_docs, val_frac, ma
 @click.option("--shard-tokens", type=int, default=None,
               help="Most tokens per shard (default 100,000,000, the challenge's).")
 @click.option("--workers", type=int, default=os.cpu_count() or 1, show_default="all cores")
-def shards_command(inputs, tokenizer, out_dir, num_val_docs, val_frac, shard_tokens, workers) -> None:
-    """Tokenize documents into fineweb_val_*.bin and fineweb_train_*.bin shards (BOS per document)."""
+@_caseops
+def shards_command(inputs, tokenizer, out_dir, num_val_docs, val_frac, shard_tokens, workers,
+                   caseops) -> None:
+    """Tokenize documents into fineweb_val_*.bin and fineweb_train_*.bin shards (BOS per document).
+
+    \b
+    With --caseops (and a tokenizer trained with it), each validation shard also gets
+    fineweb_val_bytes_NNNNNN.bin: per token, the UTF-8 bytes of the original text it stands for.
+    """
     try:
         prep = _dataprep()
         size = {} if shard_tokens is None else {"shard_tokens": shard_tokens}
         summary = prep.write_shards(prep.iter_documents(inputs), tokenizer, out_dir,
-                                    _val_docs(inputs, num_val_docs, val_frac), workers=workers, **size)
+                                    _val_docs(inputs, num_val_docs, val_frac), workers=workers,
+                                    caseops_text=caseops, **size)
         prep.verify_shards(out_dir)
     except TrainerError as exc:
         raise PgolfError(str(exc)) from None
@@ -129,13 +142,21 @@ def shards_command(inputs, tokenizer, out_dir, num_val_docs, val_frac, shard_tok
               help="Also check token ids against this tokenizer's vocabulary.")
 @click.option("--vocab-size", type=int, default=None, help="Or against this vocabulary size.")
 def verify_command(folder, tokenizer, vocab_size) -> None:
-    """Check every shard: header, size, token ids, a BOS at the start of each split."""
+    """Check every shard: header, size, token ids, a BOS at the start of each split, and the
+    validation byte sidecar where there is one (a CaseOps tokenizer needs one)."""
+    caseops_text = False
     if tokenizer is not None:
         import sentencepiece as spm
 
-        vocab_size = spm.SentencePieceProcessor(model_file=str(tokenizer)).vocab_size()
+        from trainer.caseops import is_caseops
+
+        sp = spm.SentencePieceProcessor(model_file=str(tokenizer))
+        vocab_size, caseops_text = sp.vocab_size(), is_caseops(sp)
     try:
         summary = _dataprep().verify_shards(folder, vocab_size)
     except TrainerError as exc:
         raise PgolfError(str(exc)) from None
+    if caseops_text and not summary["val"].sidecar_files:
+        raise PgolfError(f"{folder}: {tokenizer} is a CaseOps tokenizer but the validation shards have "
+                         "no byte sidecar (write them with `pgolf data shards --caseops`)")
     click.echo(f"{folder}: ok; {split_summary(summary)}")

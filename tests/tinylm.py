@@ -86,7 +86,7 @@ def byte_table(vocab: int = VOCAB):
     space = torch.arange(vocab) % 3 == 0
     boundary = torch.arange(vocab) == 1
 
-    def target_bytes(prev, tgt):
+    def target_bytes(prev, tgt, target_pos):
         dev = tgt.device
         return base.to(dev)[tgt] + (space.to(dev)[tgt] & ~boundary.to(dev)[prev]).long()
     return target_bytes

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from trainer.config import env_name, fields
-from trainer.dataprep import iter_documents, write_shards
+from trainer.dataprep import iter_documents, train_tokenizer, write_shards
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_DOCS = REPO / "pgolf_cli" / "sample" / "kjv_chapters.jsonl.xz"
@@ -24,6 +24,17 @@ def make_data_dir(root: Path, num_val_docs: int = 8, max_docs: int | None = None
                  workers=1)
     (root / "tokenizers").mkdir(parents=True, exist_ok=True)
     shutil.copy(SAMPLE_TOKENIZER, root / "tokenizers" / "fineweb_1024_bpe.model")
+    return root
+
+
+def make_caseops_data_dir(root: Path, num_val_docs: int = 8) -> Path:
+    """A DATA_DIR of CaseOps data from the sample corpus: a CaseOps tokenizer of 1024 pieces
+    trained on it, shards, and the validation byte sidecar."""
+    docs = list(iter_documents([SAMPLE_DOCS]))
+    model = train_tokenizer(docs[num_val_docs:], 1024, root / "tokenizers" / "fineweb_1024_bpe.model",
+                            threads=1, caseops_text=True)
+    write_shards(docs, model, root / "datasets" / "fineweb10B_sp1024", num_val_docs, workers=1,
+                 caseops_text=True)
     return root
 
 

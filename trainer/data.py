@@ -24,7 +24,7 @@ import torch
 
 from trainer.distributed import Dist
 from trainer.errors import TrainerError
-from trainer.shards import open_shard
+from trainer.shards import open_shard, read_sidecar
 
 
 class WindowStream:
@@ -164,3 +164,11 @@ def load_validation_tokens(files: list[Path], seq_len: int) -> torch.Tensor:
         raise TrainerError(f"the validation split ({tokens.size} tokens) is shorter than one "
                            f"EVAL_SEQ_LEN={seq_len} window")
     return torch.from_numpy(tokens[:usable + 1].copy())
+
+
+def load_validation_bytes(files: list[Path], n_tokens: int) -> torch.Tensor | None:
+    """The byte sidecar of the validation shards (CaseOps data) as an int32 CPU tensor cut like
+    `load_validation_tokens`'s `n_tokens`, or None when the shards have none; every file is checked
+    against its shard (shards.read_sidecar), so a sidecar of other tokens stops the run."""
+    counts = read_sidecar(files)
+    return None if counts is None else torch.from_numpy(counts[:n_tokens].copy())

@@ -12,11 +12,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from torch import Tensor, nn
+from torch import nn
 
 from trainer.artifact import (ArtifactTooLarge, calibration_seconds, check_floor,
                               unpruned_path, write_artifact)
-from trainer.bpb import target_bytes
 from trainer.compress import ArtifactError, CompressorUnavailable
 from trainer.errors import TrainerError
 from trainer.extras import EXTRAS
@@ -37,9 +36,7 @@ def export_and_evaluate(run: Run, model: nn.Module, train_time_ms: float) -> dic
     cfg = run.cfg
     path = run.out_dir / ARTIFACT_NAME
     tokens = run.val.tokens.to(run.device).long()
-
-    def bytes_of(prev_ids: Tensor, target_ids: Tensor) -> Tensor:
-        return target_bytes(run.val.tables, prev_ids, target_ids)
+    bytes_of = run.val.bytes_of
 
     try:
         check_length(tokens.numel(), cfg.eval_seq_len)

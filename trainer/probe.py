@@ -216,7 +216,7 @@ def self_probe(settings: dict[str, str] | None = None) -> list[ProbeResult]:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "probe.pga"
             write_atomic(path, compress_artifact(pack_tensors(quantized), "lzma"))
-            evaluate = artifact_evaluation(cfg, model, path, lambda prev, tgt: torch.ones_like(tgt))
+            evaluate = artifact_evaluation(cfg, model, path, lambda prev, tgt, pos: torch.ones_like(tgt))
             positions = probe_positions(cfg, PROBE_TOKENS)
             return run_probes(evaluate, tokens, PHASES, positions, cfg.vocab_size)
     finally:

@@ -4,6 +4,10 @@ A shard is a 1,024-byte header of 256 little-endian int32 (magic 20240520, versi
 then zeros) followed by that many little-endian uint16 token ids (data/download_hf_docs_and_
 tokenize.py `write_datafile`; train_gpt.py `load_data_shard`). Datasets name them
 `fineweb_{train,val}_NNNNNN.bin`; the glob skips CaseOps' `fineweb_val_bytes_*` sidecars.
+
+The byte sidecar of CaseOps data (trainer/caseops.py) is one file per validation shard,
+`fineweb_val_bytes_NNNNNN.bin` beside `fineweb_val_NNNNNN.bin`, in the same format and of the same
+length: for each token, the UTF-8 bytes of the original text it stands for (0 for BOS).
 """
 
 from __future__ import annotations
@@ -72,3 +76,38 @@ def write_shard(path: str | Path, tokens: np.ndarray) -> None:
     with open(path, "wb") as f:
         f.write(header.tobytes())
         f.write(tokens.astype(TOKEN_DTYPE, copy=False).tobytes())
+
+
+def sidecar_name(val_name: str) -> str:
+    """fineweb_val_NNNNNN.bin -> fineweb_val_bytes_NNNNNN.bin"""
+    return val_name.replace("fineweb_val_", "fineweb_val_bytes_", 1)
+
+
+def sidecar_paths(val_paths: list[Path]) -> list[Path] | None:
+    """The byte sidecar of these validation shards, or None when their folder has none."""
+    folder = val_paths[0].parent
+    found = sorted(folder.glob("fineweb_val_bytes_[0-9]*.bin"))
+    expected = [p.with_name(sidecar_name(p.name)) for p in val_paths]
+    if found and found != expected:
+        raise TrainerError(f"{folder}: the byte sidecar ({', '.join(p.name for p in found)}) does "
+                           f"not match the validation shards ({', '.join(p.name for p in val_paths)})")
+    return found or None
+
+
+def read_sidecar(val_paths: list[Path]) -> np.ndarray | None:
+    """The bytes of every validation token (int32, in shard order) from the byte sidecar, or None
+    when there is none; checked to have one count per token and 0 at every BOS."""
+    paths = sidecar_paths(val_paths)
+    if paths is None:
+        return None
+    counts = []
+    for val, path in zip(val_paths, paths):
+        tokens, nbytes = open_shard(val), open_shard(path)
+        if nbytes.size != tokens.size:
+            raise TrainerError(f"{path}: {nbytes.size} byte counts for the {tokens.size} tokens of "
+                               f"{val.name}")
+        if np.any(nbytes[tokens == BOS_ID]):
+            raise TrainerError(f"{path}: a BOS token of {val.name} has bytes; the sidecar does not "
+                               "belong to these tokens")
+        counts.append(np.asarray(nbytes, dtype=np.int32))
+    return np.concatenate(counts)

@@ -26,7 +26,9 @@ from trainer.distributed import all_reduce, rank_and_world
 from trainer.evaluate import autocast
 from trainer.extras import EXTRAS
 
-TargetBytes = Callable[[Tensor, Tensor], Tensor]  # (previous ids, target ids) -> bytes per target
+# (previous ids, target ids, target positions in the stream) -> bytes per target: from the byte
+# tables of the tokenizer's pieces, or from the CaseOps byte sidecar by position (evaluate.py).
+TargetBytes = Callable[[Tensor, Tensor, Tensor], Tensor]
 
 
 class ValidationTooShort(ValueError):
@@ -104,16 +106,18 @@ class Trace:
 
 
 def _windows(tokens: Tensor, starts: Tensor, ends: Tensor, seq_len: int):
-    """Input ids, target ids and the scored-position mask of the windows scoring positions
-    [starts[i], ends[i]), on the device of `tokens`; plus each window's first position. An empty
-    segment (start == end == 0) gives an all-padding window that scores nothing."""
+    """Input ids, target ids, the targets' stream positions and the scored-position mask of the
+    windows scoring positions [starts[i], ends[i]), on the device of `tokens`; plus each window's
+    first position. An empty segment (start == end == 0) gives an all-padding window that scores
+    nothing."""
     firsts = (ends - seq_len).clamp_min(0)
     pos = firsts[:, None] + torch.arange(seq_len, device=tokens.device)[None, :]
     inside = pos < ends[:, None]
+    target_pos = (pos + 1).clamp(max=tokens.numel() - 1)
     x = torch.where(inside, tokens[pos.clamp(max=tokens.numel() - 2)], 0)
-    y = torch.where(inside, tokens[(pos + 1).clamp(max=tokens.numel() - 1)], 0)
+    y = torch.where(inside, tokens[target_pos], 0)
     scored = inside & (pos >= starts[:, None])
-    return x, y, scored, firsts
+    return x, y, target_pos, scored, firsts
 
 
 @torch.no_grad()
@@ -130,14 +134,14 @@ def score_segments(logits_fn: Callable[[Tensor], Tensor], tokens: Tensor,
     bounds = torch.tensor(padded, dtype=torch.int64, device=tokens.device)  # (windows, 2)
     for i in range(0, len(padded), batch_windows):
         starts, ends = bounds[i:i + batch_windows].unbind(1)
-        x, y, scored, firsts = _windows(tokens, starts, ends, seq_len)
+        x, y, target_pos, scored, firsts = _windows(tokens, starts, ends, seq_len)
         with autocast(tokens.device):
             logits = logits_fn(x)
         nll = F.cross_entropy(logits.flatten(0, 1).float(), y.flatten(), reduction="none")
         nll = nll.view_as(y).double()
         tally.loss += torch.where(scored, nll, 0.0).sum()
         tally.tokens += scored.sum()
-        tally.bytes += torch.where(scored, target_bytes(x, y), 0).sum()
+        tally.bytes += torch.where(scored, target_bytes(x, y, target_pos), 0).sum()
         if EXTRAS and trace is not None:  # only the audit's probe traces, from the package
             rows, cols = scored.nonzero(as_tuple=True)
             _record(trace, logits, nll[rows, cols], firsts[rows] + cols,

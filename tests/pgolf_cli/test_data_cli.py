@@ -2,15 +2,19 @@
 
 import itertools
 import json
+import shutil
 
 import numpy as np
 import pytest
 import sentencepiece as spm
+import torch
 from click.testing import CliRunner
 
 from pgolf_cli.main import cli
+from trainer import caseops
+from trainer.bpb import build_byte_tables, target_bytes
 from trainer.dataprep import iter_documents
-from trainer.shards import open_shard
+from trainer.shards import open_shard, write_shard
 from trainer_support import SAMPLE_DOCS, SAMPLE_TOKENIZER
 
 
@@ -95,8 +99,102 @@ def test_bad_input_is_one_line(docs_file, tmp_path):
     bad.write_text('{"text": "fine"}\n{"body": "no text"}\n')
     result = run("shards", bad, "--tokenizer", SAMPLE_TOKENIZER, "--out-dir", tmp_path / "d")
     assert result.exit_code == 2 and f"{bad}:2: expected a JSON object" in result.output
+    bad.write_text('{"text": "fine"}\n{"text": 7}\n')
+    result = run("shards", bad, "--tokenizer", SAMPLE_TOKENIZER, "--out-dir", tmp_path / "d")
+    assert result.exit_code == 2 and f"{bad}:2: expected a JSON object" in result.output
+    bad.write_text('{"text": "fine"}\n{"text": "half \\ud800 a pair"}\n')
+    result = run("shards", bad, "--tokenizer", SAMPLE_TOKENIZER, "--out-dir", tmp_path / "d")
+    assert result.exit_code == 2 and f"{bad}:2: the text holds a lone surrogate" in result.output
     result = run("shards", docs_file, "--tokenizer", SAMPLE_TOKENIZER, "--out-dir", tmp_path / "d")
     assert result.exit_code == 2 and "leaves no training documents" in result.output
     result = run("shards", docs_file, "--tokenizer", SAMPLE_TOKENIZER, "--out-dir", tmp_path / "d",
                  "--num-val-docs", 1, "--val-frac", 0.1)
     assert result.exit_code == 2 and "not both" in result.output
+
+
+@pytest.fixture(scope="module")
+def caseops_data(docs_file, tmp_path_factory):
+    """A CaseOps tokenizer and its shards (5 validation documents, 3,000-token shards)."""
+    root = tmp_path_factory.mktemp("caseops")
+    result = run("tokenizer", docs_file, "--caseops", "--vocab-size", 400, "--out", root / "co.model",
+                 "--num-val-docs", 5)
+    assert result.exit_code == 0, result.output
+    result = run("shards", docs_file, "--caseops", "--tokenizer", root / "co.model", "--out-dir",
+                 root / "d", "--num-val-docs", 5, "--shard-tokens", 3000, "--workers", 1)
+    assert result.exit_code == 0, result.output
+    assert "val: 5 docs" in result.output and "and their byte sidecar" in result.output
+    return root
+
+
+def test_caseops_sidecar_counts_each_document_s_original_bytes(docs_file, caseops_data):
+    folder = caseops_data / "d"
+    vals = sorted(folder.glob("fineweb_val_[0-9]*.bin"))
+    assert len(vals) > 1  # the sidecar follows the shards' cuts
+    assert [p.name for p in sorted(folder.glob("fineweb_val_bytes_*.bin"))] == \
+        [p.name.replace("val_", "val_bytes_") for p in vals]
+    tokens = np.concatenate([open_shard(p) for p in vals]).astype(np.int64)
+    nbytes = np.concatenate([open_shard(p.with_name(p.name.replace("val_", "val_bytes_"))) for p in vals])
+    assert nbytes.size == tokens.size and not nbytes[tokens == 1].any()
+    co = spm.SentencePieceProcessor(model_file=str(caseops_data / "co.model"))
+    plain = spm.SentencePieceProcessor(model_file=str(SAMPLE_TOKENIZER))
+    tables = build_byte_tables(plain, plain.vocab_size())
+    starts = np.flatnonzero(tokens == 1).tolist() + [tokens.size]
+    texts = list(iter_documents([docs_file]))[:5]
+    for text, a, b in zip(texts, starts, starts[1:]):
+        original = plain.normalize(text).replace("\u2581", " ")
+        assert caseops.decode(co.decode(tokens[a + 1:b].tolist())) == original
+        assert int(nbytes[a:b].sum()) == len(original.encode("utf-8"))
+        # the same bytes as the plain tokenizer's tables count for the same document
+        ids = torch.tensor([1] + plain.encode(text))
+        assert int(nbytes[a:b].sum()) == int(target_bytes(tables, ids[:-1], ids[1:]).sum())
+    # training shards are plain CaseOps tokens, without a sidecar
+    assert sorted(folder.glob("fineweb_train_*.bin")) and (tokens < co.vocab_size()).all()
+    result = run("verify", folder, "--tokenizer", caseops_data / "co.model")
+    assert result.exit_code == 0 and "and their byte sidecar" in result.output
+
+
+def test_caseops_shards_are_the_same_on_all_cores(docs_file, caseops_data, tmp_path):
+    assert run("shards", docs_file, "--caseops", "--tokenizer", caseops_data / "co.model", "--out-dir",
+               tmp_path, "--num-val-docs", 5, "--shard-tokens", 3000, "--workers", 2).exit_code == 0
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert written == sorted(p.name for p in (caseops_data / "d").iterdir())
+    for name in written:
+        assert (tmp_path / name).read_bytes() == (caseops_data / "d" / name).read_bytes()
+
+
+def test_tokenizer_and_shards_must_agree_on_caseops(docs_file, caseops_data, tmp_path):
+    result = run("shards", docs_file, "--caseops", "--tokenizer", SAMPLE_TOKENIZER, "--out-dir", tmp_path,
+                 "--num-val-docs", 5)
+    assert result.exit_code == 2 and "is not a CaseOps tokenizer" in result.output
+    result = run("shards", docs_file, "--tokenizer", caseops_data / "co.model", "--out-dir", tmp_path,
+                 "--num-val-docs", 5)
+    assert result.exit_code == 2 and "write its shards with --caseops" in result.output
+
+
+def _sidecar(folder, i=0):
+    return folder / f"fineweb_val_bytes_{i:06d}.bin"
+
+
+def _counts(folder):
+    return np.array(open_shard(_sidecar(folder)))  # a copy: the file is rewritten from it
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda d: [p.unlink() for p in d.glob("fineweb_val_bytes_*")], "have no byte sidecar"),
+    (lambda d: _sidecar(d, 1).unlink(), "does not match the validation shards"),
+    (lambda d: write_shard(_sidecar(d), _counts(d)[:-1]), "byte counts for the"),
+    (lambda d: write_shard(_sidecar(d), _counts(d) + 1), "a BOS token of fineweb_val_000000"),
+])
+def test_verify_names_a_bad_sidecar(caseops_data, tmp_path, damage, message):
+    folder = tmp_path / "d"
+    shutil.copytree(caseops_data / "d", folder)
+    damage(folder)
+    result = run("verify", folder, "--tokenizer", caseops_data / "co.model")
+    assert result.exit_code == 2 and message in result.output and result.output.count("\n") == 1
+
+
+def test_plain_shards_written_over_caseops_data_leave_no_sidecar(docs_file, caseops_data, tmp_path):
+    shutil.copytree(caseops_data / "d", tmp_path / "d")
+    assert run("shards", docs_file, "--tokenizer", SAMPLE_TOKENIZER, "--out-dir", tmp_path / "d",
+               "--num-val-docs", 5).exit_code == 0
+    assert not list((tmp_path / "d").glob("fineweb_val_bytes_*")) and run("verify", tmp_path / "d").exit_code == 0

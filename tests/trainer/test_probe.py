@@ -114,7 +114,7 @@ def test_on_the_trainer_model_ttt_adapts_so_the_probes_have_something_to_catch(t
     traces = {name: sliding.Trace.for_stream(probe.PROBE_TOKENS) for name in probe.PHASES}
     tokens = torch.randint(0, cfg.vocab_size, (probe.PROBE_TOKENS,),
                            generator=torch.Generator().manual_seed(1))
-    probe.artifact_evaluation(cfg, model, path, lambda p, t: torch.ones_like(t))(tokens, traces)
+    probe.artifact_evaluation(cfg, model, path, lambda p, t, pos: torch.ones_like(t))(tokens, traces)
     slide, adapted = traces["quantized_sliding_window"].nll, traces["quantized_ttt"].nll
     assert torch.equal(slide[:64], adapted[:64]) and (slide[64:] - adapted[64:]).abs().max() > 1e-3
 

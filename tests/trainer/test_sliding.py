@@ -28,14 +28,22 @@ def _reference(model, tokens, target_bytes, seq_len, stride):
         with torch.no_grad():
             nll = F.cross_entropy(model.forward_logits(x)[0], y[0], reduction="none")
         loss += nll[s - a:].double().sum().item()
-        nbytes += target_bytes(x[0, s - a:], y[0, s - a:]).sum().item()
+        nbytes += target_bytes(x[0, s - a:], y[0, s - a:], torch.arange(s + 1, e + 1)).sum().item()
         count += e - s
     return loss / count, loss / count / math.log(2) * count / nbytes
 
 
+def by_position(n_tokens: int):
+    """Bytes by stream position, as a CaseOps byte sidecar gives them (0 to 5 per token)."""
+    counts = torch.randint(0, 6, (n_tokens,), generator=torch.Generator().manual_seed(0))
+    return lambda prev, tgt, target_pos: counts[target_pos]
+
+
 @pytest.mark.parametrize("stride", [32, 8])
-def test_eval_matches_the_unbatched_definition(stride):
-    model, tokens, tb = tiny_model(), markov_tokens(301), byte_table()
+@pytest.mark.parametrize("bytes_of", ["table", "sidecar"])
+def test_eval_matches_the_unbatched_definition(stride, bytes_of):
+    model, tokens = tiny_model(), markov_tokens(301)
+    tb = byte_table() if bytes_of == "table" else by_position(tokens.numel())
     trace = sliding.Trace.for_stream(tokens.numel())
     got = sliding.eval_stream(model, tokens, tb, seq_len=32, stride=stride, batch_windows=5,
                               trace=trace)
@@ -69,10 +77,11 @@ def test_every_scored_position_after_the_first_window_has_the_stride_guaranteed_
 
 def test_windows_never_hold_tokens_past_what_they_score():
     tokens = torch.arange(100)
-    x, y, scored, firsts = sliding._windows(tokens, torch.tensor([0, 10, 0]),
-                                            torch.tensor([10, 12, 0]), 16)
+    x, y, target_pos, scored, firsts = sliding._windows(tokens, torch.tensor([0, 10, 0]),
+                                                        torch.tensor([10, 12, 0]), 16)
     assert x[0, 10:].eq(0).all() and y[0, 10:].eq(0).all()  # the first window: positions 0..9 only
     assert int(x[0, 9]) == 9 and int(y[0, 9]) == 10
+    assert torch.equal(target_pos[scored], torch.tensor(list(range(1, 11)) + [11, 12]))
     assert scored[0].nonzero().flatten().tolist() == list(range(10))
     assert scored[1].nonzero().flatten().tolist() == [10, 11]
     assert not scored[2].any() and x[2].eq(0).all()  # padding: an empty segment scores nothing

@@ -2,6 +2,7 @@
 processes vs one, and bad input stopping in one line."""
 
 import hashlib
+import math
 import re
 
 import numpy as np
@@ -11,8 +12,9 @@ import torch
 from audits.submission.logparse import parse_log
 from trainer.bundle import write_bundle
 from trainer.config import load_config, record_settings
+from trainer.data import load_validation_bytes, load_validation_tokens
 from trainer.model import GPT
-from trainer.shards import write_shard
+from trainer.shards import shard_paths, write_shard
 from trainer_support import clean_env, run_trainer
 
 STEPS = 20
@@ -174,3 +176,23 @@ def test_missing_shards_stop_in_one_line(tmp_path):
     result = run_trainer(["-m", "trainer"], clean_env(PRESET="tiny", DATA_DIR=tmp_path))
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert "no fineweb_train_*.bin shards in" in result.stderr
+
+
+@pytest.mark.slow
+def test_caseops_data_scores_every_phase_on_the_original_bytes(caseops_data_dir, tmp_path):
+    """On CaseOps data every phase divides its bits by the sidecar's bytes: each scores every
+    validation target once, so bpb * ln 2 / loss is targets / original bytes in all of them."""
+    result = run_trainer(["-m", "pgolf_cli", "train", "--preset", "tiny", "--data-dir",
+                          str(caseops_data_dir), "--set", f"ITERATIONS={STEPS}", "--out", "run"],
+                         clean_env(), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    files = shard_paths(caseops_data_dir / "datasets" / "fineweb10B_sp1024", "val")
+    tokens = load_validation_tokens(files, load_config({"PRESET": "tiny"}).eval_seq_len)
+    original = load_validation_bytes(files, tokens.numel())[1:].sum().item()
+    lines = re.findall(r"(\S+_exact|post-ema) val_loss:(\S+) val_bpb:(\S+)",
+                       (tmp_path / "run" / "train.log").read_text())
+    assert [name for name, *_ in lines] == ["post-ema", "quantized_exact",
+                                            "quantized_sliding_window_exact", "quantized_ttt_exact"]
+    for name, loss, bpb in lines:
+        assert float(bpb) * math.log(2) / float(loss) == pytest.approx((tokens.numel() - 1) / original,
+                                                                      rel=1e-6), name

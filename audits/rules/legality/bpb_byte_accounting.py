@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-from audits.registry import ILLEGAL, WARN, Rule, Words, check, issue, pr, rules, words
+import re
+
+import libcst as cst
+
+from audits import legality
+from audits.findings import Severity
+from audits.registry import ILLEGAL, WARN, Rule, Words, check, found, issue, pr, rules, words
 from audits.rules.legality.evidence import findings
+from audits.submission import trees
 
 RULES = rules(
     Rule("BPB_BYTE_ACCOUNTING", WARN, "legality",
@@ -28,7 +35,14 @@ WORDS = words(
     pieces=Words(
         "bytes per token at {at} are counted from the tokenizer's pieces (byte fallback and leading "
         "space handled)"),
+    sidecar=Words(
+        "{at} names the per-token byte sidecar (fineweb_val_bytes_*.bin): bytes per token can be "
+        "counted from it, as the original text's bytes each validation token stands for (how a "
+        "transformed tokenizer input such as CaseOps keeps bits per byte on the original text)"),
 )
+# The byte sidecar's files, as the CaseOps records and `pgolf data shards --caseops` name them:
+# fineweb_val_bytes_NNNNNN.bin beside each fineweb_val_NNNNNN.bin.
+_SIDECAR_NAME = re.compile(r"val_bytes_")
 
 
 @check("BPB_BYTE_ACCOUNTING")
@@ -43,10 +57,45 @@ def bpb_byte_accounting(sub, options):
 
     Illegal: `val_bpb = val_loss / math.log(2) / 3.6`; `lut[i] = len(sp.id_to_piece(i).encode())`.
 
+    A script that names the per-token byte sidecar's files (`fineweb_val_bytes_*.bin`, in code,
+    not in a comment or docstring) is noted as INFO: bytes per token can come from it.
+
     Legal: the baseline's `build_sentencepiece_luts` (is_byte -> 1, strip '▁', count it when the
     previous token is not a boundary); a per-token byte sidecar.
 
     Known limits: tables built without a loop over token ids, and custom tokenizers, are not
-    judged.
+    judged; that a sidecar's counts reach the denominator, and that they sum to the original
+    text's bytes, is not traced (`pgolf data verify` checks a sidecar against its shards).
     """
     yield from findings(sub, "BPB_BYTE_ACCOUNTING")
+    yield from _sidecar_findings(sub)
+
+
+def _strings(node):
+    """The string literals that make up expression `node`, if it is a string."""
+    if isinstance(node, cst.ConcatenatedString):
+        yield from _strings(node.left)
+        yield from _strings(node.right)
+    elif isinstance(node, cst.FormattedString):
+        yield from (p for p in node.parts if isinstance(p, cst.FormattedStringText))
+    elif isinstance(node, cst.SimpleString):
+        yield node
+
+
+def _sidecar_findings(sub):
+    """One INFO per script at the first string of its code that names the byte sidecar's files
+    (docstrings and other bare strings name nothing)."""
+    for rel, parsed in sorted(legality.analyse(sub).scripts.items()):
+        ranges = trees.positions(parsed.module).ranges  # every node, recorded once per module
+        bare = {id(part) for n in ranges if isinstance(n, cst.Expr) for part in _strings(n.value)}
+        named = [start for n, (start, _) in ranges.items()
+                 if isinstance(n, (cst.SimpleString, cst.FormattedStringText)) and id(n) not in bare
+                 and _SIDECAR_NAME.search(n.value)]
+        if not named:
+            continue
+        line, column = min(named)
+        shipped = sub.scripts.get(rel)
+        yield found("BPB_BYTE_ACCOUNTING", WORDS["sidecar"].message.format(at=f"line {line}"),
+                    severity=Severity.INFO, file=rel, line=line, column=column,
+                    evidence=f"{line}: {parsed.excerpt(line, line)}",
+                    via=shipped.via(line) if shipped is not None else None, confidence="high")
