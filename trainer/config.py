@@ -193,6 +193,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "matrix_lr": 0.026, "muon_momentum": 0.97, "muon_ns_coeffs": "polar_express", "beta2": 0.99,
         "warmdown_frac": 0.85, "min_lr": 0.1, "qk_gain_init": 5.0,
         "gptq_calibration_batches": 16,
+        "doc_mask": True,                           # its varlen attention within documents
         "gptq_reserve_seconds": 8.0,                # PR #1868's re-run: Hessians end inside 600 s
     },
     # The challenge's naive baseline (root train_gpt.py; records/.../2026-03-17_NaiveBaseline).
