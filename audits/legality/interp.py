@@ -16,7 +16,7 @@ import libcst as cst
 from audits.legality import apis, env, imports, operators, order, shapes, syntax
 from audits.legality.program import ClassInfo, Function, Program, compound_blocks
 from audits.legality.values import (
-    BLOB, EMPTY, GRAD, HASH, INDICATOR, MASK, MODEL, OPTIM, PROB, STAT, TARGET, Event, Site, Taint,
+    BLOB, EMPTY, GRAD, HASH, INDICATOR, MASK, MODEL, NORM, OPTIM, PROB, STAT, TARGET, Event, Site, Taint,
     data_roots, has_data, keyed, kinds, loss_data,
 )
 
@@ -281,8 +281,9 @@ class FunctionWalk:
             self.shapes_seen.append((sub, spelled, shapes.index_shape(sub, self.code), base))
 
     def normalizer(self, taint: Taint) -> None:
-        """A log or a divisor that does not involve the scored token: a candidate log Z."""
-        if INDICATOR not in taint and TARGET not in taint:
+        """A log or a divisor that does not involve the scored token, or the closed form of a
+        tilt's normaliser: a candidate log Z."""
+        if NORM in taint or (INDICATOR not in taint and TARGET not in taint):
             self.saw_norm = True
 
     def tilt(self, value_node, taint: Taint) -> None:
@@ -605,6 +606,8 @@ class FunctionWalk:
             taint |= {STAT}
         elif isinstance(op, cst.Power) and kinds(right, "gate"):  # p ** (1 / n_bytes[target])
             taint = operators.as_bytes(taint)
+        if isinstance(op, (cst.Add, cst.Subtract)) and operators.tilt_normalizer(node, self.code):
+            taint |= {NORM}
         if isinstance(op, cst.Divide):
             self.normalizer(right)
             if operators.additive_smoothing(node) and has_data(left):

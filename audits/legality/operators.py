@@ -95,6 +95,59 @@ def additive_smoothing(node: cst.BinaryOperation) -> bool:
     return num is not None and den is not None and num > 0 and den < 2 * num
 
 
+def tilt_normalizer(node: cst.BinaryOperation, code) -> bool:
+    """The closed form of a one-token tilt's normaliser, Z = sum_v p_v * w ** [v == hint]:
+    `1 + p * (w - 1)`, `1 + p * expm1(b)` or `1 - p + p * w`, in any order. It is exact whatever
+    the value of p is computed from (the log-sum-exp recovered from the scored token's NLL, say)."""
+    terms = _terms(node, 1)
+    ones = [t for t in terms if t[0] > 0 and _is_one(t[1])]
+    if len(ones) != 1:
+        return False
+    rest = [t for t in terms if t is not ones[0]]
+    products = [_factors(e) for sign, e in rest if sign > 0 and _is_product(e)]
+    if len(rest) == 1 and products:  # 1 + p * (w - 1)
+        return len(products[0]) >= 2 and any(_minus_one(f) or _called_name(f) == "expm1" for f in products[0])
+    negated = [code(e) for sign, e in rest if sign < 0]
+    if len(rest) == 2 and len(products) == 1 and len(negated) == 1:  # 1 - p + p * w
+        return len(products[0]) >= 2 and negated[0] in {code(f) for f in products[0]}
+    return False
+
+
+def _terms(node, sign: int) -> list[tuple[int, cst.BaseExpression]]:
+    """The signed terms of a chain of + and -."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Subtract)):
+        right = -sign if isinstance(node.operator, cst.Subtract) else sign
+        return _terms(node.left, sign) + _terms(node.right, right)
+    return [(sign, node)]
+
+
+def _is_product(node) -> bool:
+    return isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply)
+
+
+def _factors(node) -> list[cst.BaseExpression]:
+    if _is_product(node):
+        return _factors(node.left) + _factors(node.right)
+    return [node]
+
+
+def _is_one(node) -> bool:
+    return isinstance(node, (cst.Integer, cst.Float)) and float(node.value) == 1.0
+
+
+def _minus_one(node) -> bool:
+    """`w - 1`."""
+    return isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract) \
+        and _is_one(node.right)
+
+
+def _called_name(node) -> str | None:
+    if not isinstance(node, cst.Call):
+        return None
+    func = node.func
+    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+
+
 def is_ln2(node) -> bool:
     if isinstance(node, cst.Float):
         return any(abs(float(node.value) - b) < 1e-3 for b in _BITS)
