@@ -263,7 +263,9 @@ class FunctionWalk:
                 self.returns |= taint
         elif isinstance(node, cst.Del):
             for name in syntax.names(node.target):
-                self.env.pop(name, None)
+                dropped = self.env.pop(name, EMPTY)
+                if kinds(dropped, "state"):  # trained parameters thrown away (see order.judge)
+                    self.emit(Event("drop", self.site(node), dropped))
 
     def note_slice(self, value: cst.BaseExpression) -> None:
         """`y = chunk[1:]`, `tok = int(ids[p])`: a named slice of data, kept to find which of the
