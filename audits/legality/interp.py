@@ -288,6 +288,14 @@ class FunctionWalk:
         if NORM in taint or (INDICATOR not in taint and TARGET not in taint):
             self.saw_norm = True
 
+    def fixed_boost(self, boosts) -> bool:
+        """Boost factors of a tilt's closed-form normaliser that read no name holding the scored
+        token (a boost picked by the target makes log Z depend on it: not one distribution)."""
+        def reads_target(name):
+            taint = self.env.get(name.value, EMPTY)
+            return TARGET in taint or bool(kinds(taint, "gate"))
+        return bool(boosts) and not any(reads_target(n) for b in boosts for n in syntax.name_nodes(b))
+
     def tilt(self, value_node, taint: Taint) -> None:
         """Where a tilt indicator (target == hint) first met a probability or log-probability in
         this statement: renormalized if the statement also divides by, or takes the log of, a
@@ -608,7 +616,7 @@ class FunctionWalk:
             taint |= {STAT}
         elif isinstance(op, cst.Power) and kinds(right, "gate"):  # p ** (1 / n_bytes[target])
             taint = operators.as_bytes(taint)
-        if isinstance(op, (cst.Add, cst.Subtract)) and operators.tilt_normalizer(node, self.code):
+        if isinstance(op, (cst.Add, cst.Subtract)) and self.fixed_boost(operators.tilt_normalizer(node, self.code)):
             taint |= {NORM}
         if isinstance(op, cst.Divide):
             self.normalizer(right)

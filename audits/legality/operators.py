@@ -95,22 +95,33 @@ def additive_smoothing(node: cst.BinaryOperation) -> bool:
     return num is not None and den is not None and num > 0 and den < 2 * num
 
 
-def tilt_normalizer(node: cst.BinaryOperation, code) -> bool:
+def tilt_normalizer(node: cst.BinaryOperation, code) -> list[cst.BaseExpression]:
     """The closed form of a one-token tilt's normaliser, Z = sum_v p_v * w ** [v == hint]:
-    `1 + p * (w - 1)`, `1 + p * expm1(b)` or `1 - p + p * w`, in any order. It is exact whatever
-    the value of p is computed from (the log-sum-exp recovered from the scored token's NLL, say)."""
+    `1 + p * (w - 1)`, `1 + p * expm1(b)` or `1 - p + p * w`, in any order. Gives the factors
+    that hold the boost (`w - 1`, `expm1(b)`, `w`; none: not this form). Z is exact whatever p is
+    computed from (the log-sum-exp recovered from the scored token's NLL, say), but only for a
+    boost that does not depend on the scored token: the caller checks that."""
     terms = _terms(node, 1)
     ones = [t for t in terms if t[0] > 0 and _is_one(t[1])]
     if len(ones) != 1:
-        return False
+        return []
     rest = [t for t in terms if t is not ones[0]]
     products = [_factors(e) for sign, e in rest if sign > 0 and _is_product(e)]
     if len(rest) == 1 and products:  # 1 + p * (w - 1)
-        return len(products[0]) >= 2 and any(_minus_one(f) or _called_name(f) == "expm1" for f in products[0])
+        return tilt_excess(rest[0][1])
     negated = [code(e) for sign, e in rest if sign < 0]
     if len(rest) == 2 and len(products) == 1 and len(negated) == 1:  # 1 - p + p * w
-        return len(products[0]) >= 2 and negated[0] in {code(f) for f in products[0]}
-    return False
+        others = [f for f in products[0] if code(f) != negated[0]]
+        return others if len(others) == len(products[0]) - 1 and others else []
+    return []
+
+
+def tilt_excess(node) -> list[cst.BaseExpression]:
+    """`p * (w - 1)` or `p * expm1(b)`, Z - 1 of a one-token tilt (whose log1p is log Z): the
+    boost factors, or none."""
+    factors = _factors(node) if _is_product(node) else []
+    boosts = [f for f in factors if _minus_one(f) or _called_name(f) == "expm1"]
+    return boosts if len(factors) >= 2 else []
 
 
 def _terms(node, sign: int) -> list[tuple[int, cst.BaseExpression]]:

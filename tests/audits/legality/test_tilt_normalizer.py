@@ -12,7 +12,7 @@ from audits.legality import operators
 def _recognised(expression: str) -> bool:
     module = cst.parse_module("")
     node = cst.parse_expression(expression)
-    return operators.tilt_normalizer(node, lambda n: module.code_for_node(n).strip())
+    return bool(operators.tilt_normalizer(node, lambda n: module.code_for_node(n).strip()))
 
 
 @pytest.mark.parametrize("expression", [
