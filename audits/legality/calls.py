@@ -11,7 +11,7 @@ import libcst as cst
 from audits.legality import apis, operators, shapes
 from audits.legality.program import ClassInfo, Function
 from audits.legality.values import (
-    BLOB, EMPTY, GEN, GRAD, HASH, HOOK, LOSSFN, MODEL, OPTIM, PROB, STAT, TARGET, Event, Taint,
+    BLOB, EMPTY, GEN, GRAD, HASH, HOOK, LOSSFN, MODEL, NORM, OPTIM, PROB, STAT, TARGET, Event, Taint,
     data_roots, has_data, keyed, kinds, loss_data, objref, substitute,
 )
 
@@ -93,6 +93,8 @@ def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
     if name in apis.LOSS_CALLS:
         if name in apis.NORMALIZER_CALLS:
             w.normalizer(union)
+            if name.endswith("log1p") and args and w.fixed_boost(operators.tilt_excess(args[0].node)):
+                w.normalizer(frozenset({NORM}))  # log1p(p * (exp(beta) - 1)) is log Z
         target = apis.LOSS_CALLS[name]
         if target is not None:
             _mark_target(w, _arg(args, *target))
@@ -244,6 +246,8 @@ def method_call(w, node: cst.Call, func: cst.Attribute, args: list[Arg]) -> Tain
     if name in apis.LOSS_METHODS:
         if name in apis.NORMALIZER_METHODS:
             w.normalizer(receiver | union)
+            if name == "log1p" and w.fixed_boost(operators.tilt_excess(receiver_node)):
+                w.normalizer(frozenset({NORM}))  # (p * (exp(beta) - 1)).log1p() is log Z
         return receiver | union | {("loss", site)}
     if name in apis.PROB_METHODS:
         return receiver | union | {PROB}

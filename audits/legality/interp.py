@@ -16,7 +16,7 @@ import libcst as cst
 from audits.legality import apis, env, imports, operators, order, shapes, syntax
 from audits.legality.program import ClassInfo, Function, Program, compound_blocks
 from audits.legality.values import (
-    BLOB, EMPTY, GRAD, HASH, INDICATOR, MASK, MODEL, OPTIM, PROB, STAT, TARGET, Event, Site, Taint,
+    BLOB, EMPTY, GRAD, HASH, INDICATOR, MASK, MODEL, NORM, OPTIM, PROB, STAT, TARGET, Event, Site, Taint,
     data_roots, has_data, keyed, kinds, loss_data,
 )
 
@@ -263,7 +263,9 @@ class FunctionWalk:
                 self.returns |= taint
         elif isinstance(node, cst.Del):
             for name in syntax.names(node.target):
-                self.env.pop(name, None)
+                dropped = self.env.pop(name, EMPTY)
+                if kinds(dropped, "state"):  # trained parameters thrown away (see order.judge)
+                    self.emit(Event("drop", self.site(node), dropped))
 
     def note_slice(self, value: cst.BaseExpression) -> None:
         """`y = chunk[1:]`, `tok = int(ids[p])`: a named slice of data, kept to find which of the
@@ -281,9 +283,18 @@ class FunctionWalk:
             self.shapes_seen.append((sub, spelled, shapes.index_shape(sub, self.code), base))
 
     def normalizer(self, taint: Taint) -> None:
-        """A log or a divisor that does not involve the scored token: a candidate log Z."""
-        if INDICATOR not in taint and TARGET not in taint:
+        """A log or a divisor that does not involve the scored token, or the closed form of a
+        tilt's normaliser: a candidate log Z."""
+        if NORM in taint or (INDICATOR not in taint and TARGET not in taint):
             self.saw_norm = True
+
+    def fixed_boost(self, boosts) -> bool:
+        """Boost factors of a tilt's closed-form normaliser that read no name holding the scored
+        token (a boost picked by the target makes log Z depend on it: not one distribution)."""
+        def reads_target(name):
+            taint = self.env.get(name.value, EMPTY)
+            return TARGET in taint or bool(kinds(taint, "gate"))
+        return bool(boosts) and not any(reads_target(n) for b in boosts for n in syntax.name_nodes(b))
 
     def tilt(self, value_node, taint: Taint) -> None:
         """Where a tilt indicator (target == hint) first met a probability or log-probability in
@@ -605,6 +616,8 @@ class FunctionWalk:
             taint |= {STAT}
         elif isinstance(op, cst.Power) and kinds(right, "gate"):  # p ** (1 / n_bytes[target])
             taint = operators.as_bytes(taint)
+        if isinstance(op, (cst.Add, cst.Subtract)) and self.fixed_boost(operators.tilt_normalizer(node, self.code)):
+            taint |= {NORM}
         if isinstance(op, cst.Divide):
             self.normalizer(right)
             if operators.additive_smoothing(node) and has_data(left):

@@ -145,6 +145,8 @@ def _update(e: Event) -> list[Verdict]:
         return [Verdict("TTT_SCORE_AFTER_ADAPT", "score_first", INFO, e.site, e.other)]
     if "judged" in e.flags or "passed" in e.flags:
         return []
+    if TRAIN not in e.taint and "dropped" in e.flags:
+        return [Verdict("VAL_DATA_IN_TRAINING", "thrown_away", WARN, e.site)]
     kind = "mixed_into_training" if TRAIN in e.taint else "never_scored"
     return [Verdict("VAL_DATA_IN_TRAINING", kind, FAIL, e.site)]
 

@@ -95,6 +95,70 @@ def additive_smoothing(node: cst.BinaryOperation) -> bool:
     return num is not None and den is not None and num > 0 and den < 2 * num
 
 
+def tilt_normalizer(node: cst.BinaryOperation, code) -> list[cst.BaseExpression]:
+    """The closed form of a one-token tilt's normaliser, Z = sum_v p_v * w ** [v == hint]:
+    `1 + p * (w - 1)`, `1 + p * expm1(b)` or `1 - p + p * w`, in any order. Gives the factors
+    that hold the boost (`w - 1`, `expm1(b)`, `w`; none: not this form). Z is exact whatever p is
+    computed from (the log-sum-exp recovered from the scored token's NLL, say), but only for a
+    boost that does not depend on the scored token: the caller checks that."""
+    terms = _terms(node, 1)
+    ones = [t for t in terms if t[0] > 0 and _is_one(t[1])]
+    if len(ones) != 1:
+        return []
+    rest = [t for t in terms if t is not ones[0]]
+    products = [_factors(e) for sign, e in rest if sign > 0 and _is_product(e)]
+    if len(rest) == 1 and products:  # 1 + p * (w - 1)
+        return tilt_excess(rest[0][1])
+    negated = [code(e) for sign, e in rest if sign < 0]
+    if len(rest) == 2 and len(products) == 1 and len(negated) == 1:  # 1 - p + p * w
+        others = [f for f in products[0] if code(f) != negated[0]]
+        return others if len(others) == len(products[0]) - 1 and others else []
+    return []
+
+
+def tilt_excess(node) -> list[cst.BaseExpression]:
+    """`p * (w - 1)` or `p * expm1(b)`, Z - 1 of a one-token tilt (whose log1p is log Z): the
+    boost factors, or none."""
+    factors = _factors(node) if _is_product(node) else []
+    boosts = [f for f in factors if _minus_one(f) or _called_name(f) == "expm1"]
+    return boosts if len(factors) >= 2 else []
+
+
+def _terms(node, sign: int) -> list[tuple[int, cst.BaseExpression]]:
+    """The signed terms of a chain of + and -."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Subtract)):
+        right = -sign if isinstance(node.operator, cst.Subtract) else sign
+        return _terms(node.left, sign) + _terms(node.right, right)
+    return [(sign, node)]
+
+
+def _is_product(node) -> bool:
+    return isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply)
+
+
+def _factors(node) -> list[cst.BaseExpression]:
+    if _is_product(node):
+        return _factors(node.left) + _factors(node.right)
+    return [node]
+
+
+def _is_one(node) -> bool:
+    return isinstance(node, (cst.Integer, cst.Float)) and float(node.value) == 1.0
+
+
+def _minus_one(node) -> bool:
+    """`w - 1`."""
+    return isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract) \
+        and _is_one(node.right)
+
+
+def _called_name(node) -> str | None:
+    if not isinstance(node, cst.Call):
+        return None
+    func = node.func
+    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+
+
 def is_ln2(node) -> bool:
     if isinstance(node, cst.Float):
         return any(abs(float(node.value) - b) < 1e-3 for b in _BITS)

@@ -186,6 +186,8 @@ def judge(fn, events: list[Event]) -> list[Event]:
                 nearness = (len(common_loops(score.site, event.site)), score.site.path)
                 if closest is None or nearness > closest:
                     closest, first = nearness, score.site
+        if "resolved" not in flags and _dropped(event, events):
+            flags.add("dropped")
         repeated = _repeated_loop(event, scores)
         if repeated is not None:
             verdicts.append(Event("judgment", event.site, event.taint, event.taint,
@@ -193,6 +195,16 @@ def judge(fn, events: list[Event]) -> list[Event]:
         out.append(dataclasses.replace(event, flags=frozenset(flags), other=first))
     everything = out + verdicts + _prebuilt(fn, events, scores) + _network_after_scoring(events, scores)
     return list(dict.fromkeys(everything))  # one per distinct event (calls replay duplicates)
+
+
+def _dropped(update: Event, events: list[Event]) -> bool:
+    """Are the parameters this update trains deleted later in this function (`del lora, opt`)?
+    Then what it learned is thrown away: a compile warm-up on a scratch adapter, not training
+    that reaches the scored model."""
+    trained = {label for label in update.state if label[0] == "state"}
+    return bool(trained) and any(
+        e.kind == "drop" and trained <= e.taint and relation(update.site, e.site) == "before"
+        for e in events)
 
 
 def _prebuilt(fn, events: list[Event], scores: list[Event]) -> list[Event]:

@@ -15,6 +15,7 @@ Labels are tuples whose first item is the kind:
   ("optim",) ("grad",) ("lossfn",) ("hook",) ("fn", key)
   ("hash",) ("mask",) ("indicator",) ("stat",)   a hash key / an == or != test / target == hint /
                                  a reduction or matrix product (a statistic, not tokens)
+  ("norm",)                      the closed-form normaliser of a one-token tilt (1 + p * (w - 1))
   ("shift", NAME) ("span", lo, hi)   NAME[:, :-1] (previous positions) / the positions a slice keeps
   ("bits",) ("cls", key)         a loss divided by ln 2 / a class of the script, as a value
   ("flag", NAME, on)             a setting read from environment variable NAME; `on`: its default
@@ -41,6 +42,7 @@ VAL, TRAIN, GEN = ("val",), ("train",), ("gen",)
 MODEL, PROB, TARGET = ("model",), ("prob",), ("target",)
 OPTIM, GRAD, LOSSFN, HOOK = ("optim",), ("grad",), ("lossfn",), ("hook",)
 HASH, MASK, INDICATOR, STAT = ("hash",), ("mask",), ("indicator",), ("stat",)
+NORM = ("norm",)
 BLOB = ("blob",)
 DATA_KINDS = {"val", "train", "gen", "param"}
 # Labels made at a site inside a callee are moved to the call site when the callee's effects are

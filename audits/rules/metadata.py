@@ -59,16 +59,6 @@ def submission_json_invalid(sub, options):
                     hint="Fix submission.json; `pgolf package` writes it from the logs.")
 
 
-def _tolerance(*decimals: int) -> float:
-    """Agreement allowed between two printed figures: 1e-4, or half a unit of the coarser one."""
-    return max([1e-4] + [0.5 * 10.0 ** -d for d in decimals if d > 0])
-
-
-def _decimals_of(value: float) -> int:
-    text = repr(value)
-    return len(text.split(".", 1)[1]) if "." in text and "e" not in text else 0
-
-
 @check("SUBMISSION_JSON_MISMATCH")
 def submission_json_mismatch(sub, options):
     """What it checks: every number submission.json claims agrees with the logs: the headline
@@ -101,7 +91,7 @@ def submission_json_mismatch(sub, options):
     unshipped = sorted(_claimed_seeds(claims) - set(chosen))
     if claims.val_bpb is not None and scores:
         got = mean([s.val_bpb for s in scores.values()])
-        tol = _tolerance(_decimals_of(claims.val_bpb), *(s.decimals for s in scores.values()))
+        tol = runs.tolerance(runs.decimals_of(claims.val_bpb), *(s.decimals for s in scores.values()))
         where = ", ".join(f"{chosen[seed].rel}:{s.line} {s.val_bpb}" for seed, s in scores.items())
         single = [seed for seed, s in scores.items() if abs(s.val_bpb - claims.val_bpb) <= tol]
         if (abs(got - claims.val_bpb) <= tol or _other_metric_agrees(chosen, claims.val_bpb)
@@ -129,7 +119,7 @@ def submission_json_mismatch(sub, options):
                         evidence=where, hint="Use the mean of the logs' final val_bpb.")
     if claims.val_loss is not None and scores:
         got = mean([s.val_loss for s in scores.values()])
-        tol = _tolerance(_decimals_of(claims.val_loss), *(s.decimals for s in scores.values()))
+        tol = runs.tolerance(runs.decimals_of(claims.val_loss), *(s.decimals for s in scores.values()))
         single = any(abs(s.val_loss - claims.val_loss) <= tol for s in scores.values())
         if abs(got - claims.val_loss) > tol:
             yield found("SUBMISSION_JSON_MISMATCH",
@@ -157,7 +147,7 @@ def _other_metric_agrees(chosen, claim: float) -> bool:
     common = set.intersection(*({m.base for m in p.metrics if m.kind == "scored"} for p in logs))
     for base in common:
         values = [[m for m in p.metrics if m.kind == "scored" and m.base == base][-1] for p in logs]
-        tol = _tolerance(_decimals_of(claim), *(m.decimals for m in values))
+        tol = runs.tolerance(runs.decimals_of(claim), *(m.decimals for m in values))
         if abs(mean([m.val_bpb for m in values]) - claim) <= tol:
             return True
     return False
@@ -167,7 +157,7 @@ def _log_showing(sub, claim: float):
     """A completed log with a scored metric equal to `claim` (to its printed precision)."""
     for log in runs.completed_logs(sub):
         for m in log.parsed.metrics:
-            if m.kind == "scored" and abs(m.val_bpb - claim) <= _tolerance(_decimals_of(claim), m.decimals):
+            if m.kind == "scored" and abs(m.val_bpb - claim) <= runs.tolerance(runs.decimals_of(claim), m.decimals):
                 return log
     return None
 
@@ -178,7 +168,7 @@ def _per_seed_claims_shown(sub, claims) -> bool:
     values = [fields["val_bpb"] for fields in claims.per_seed.values() if "val_bpb" in fields]
     if not values or len(values) != len(claims.per_seed):
         return False
-    tol = _tolerance(_decimals_of(claims.val_bpb), *map(_decimals_of, values))
+    tol = runs.tolerance(runs.decimals_of(claims.val_bpb), *map(runs.decimals_of, values))
     return abs(mean(values) - claims.val_bpb) <= tol and all(_log_showing(sub, v) for v in values)
 
 
@@ -193,8 +183,8 @@ def _per_seed(sub, claims, chosen):
         p = log.parsed
         score = p.score
         comparisons = [
-            ("val_bpb", fields.get("val_bpb"), score.val_bpb, _tolerance(score.decimals, _decimals_of(fields.get("val_bpb", 0.0))), score.line),
-            ("val_loss", fields.get("val_loss"), score.val_loss, _tolerance(score.decimals, _decimals_of(fields.get("val_loss", 0.0))), score.line),
+            ("val_bpb", fields.get("val_bpb"), score.val_bpb, runs.tolerance(score.decimals, runs.decimals_of(fields.get("val_bpb", 0.0))), score.line),
+            ("val_loss", fields.get("val_loss"), score.val_loss, runs.tolerance(score.decimals, runs.decimals_of(fields.get("val_loss", 0.0))), score.line),
             ("artifact_bytes", fields.get("artifact_bytes"), p.artifact_bytes and p.artifact_bytes.value, 0.5, p.artifact_bytes and p.artifact_bytes.line),
             ("steps", fields.get("steps"), p.step_count, 0.5, p.stop and p.stop.line),
         ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import sys
 
 from audits.findings import Severity
@@ -34,12 +35,16 @@ def missing_requirement(sub, options):
     requirements.txt listing `brotli` (merged records relied on images that had it).
 
     Legal: `import brotli` listed in requirements.txt; `try: import zstandard except ImportError:`.
+    Warned, not blocking: a module the README or a shipped launch script installs (`Requires:
+    pip install zstandard`): the author declared it, only not where the FAQ asks (merged records
+    did this).
 
     Known limits: imports are read statically; `__import__` and `importlib` calls with computed
     names are not seen. Files that do not parse on this Python are skipped here (the Python-version
     rules report them).
     """
     declared = {normalize(n) for n in (sub.requirements or [])}
+    elsewhere = _installed_elsewhere(sub)
     local = {rel[:-3].split("/")[-1] for rel in sub.scripts} | {
         e.rel.split("/")[0] for e in sub.entries if e.kind == "dir"}
     stdlib = set(sys.stdlib_module_names) | {"__future__"}
@@ -57,9 +62,11 @@ def missing_requirement(sub, options):
             if normalize(dist) in declared or normalize(module) in declared or module in reported:
                 continue
             reported.add(module)
-            blocks = line in at_import  # the script cannot even be imported without it
+            installed = elsewhere.get(normalize(dist)) or elsewhere.get(normalize(module))
+            blocks = line in at_import and installed is None  # the script cannot even be imported
             yield found("MISSING_REQUIREMENT", f"imports {module}, which is neither shipped, in the "
                         "reference environment nor in requirements.txt"
+                        + (f" (only {installed} installs it)" if installed else "")
                         + (", at module level: the script fails on import" if blocks else ""),
                         severity=Severity.FAIL if blocks else None, file=rel, line=line,
                         evidence=(source.splitlines()[line - 1].strip() if line <= len(source.splitlines()) else ""),
@@ -74,3 +81,21 @@ def _module_level_lines(source: str) -> set[int]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
     return {node.lineno for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))}
+
+
+_PIP_INSTALL = re.compile(r"\bpip3?\s+install\s+([^\n`;&|#]*)")
+
+
+def _installed_elsewhere(sub) -> dict[str, str]:
+    """Distributions that the README or a shipped launch script installs (`pip install X`), each
+    with where it says so (`README.md:41`)."""
+    texts = [("README.md", sub.readme or ""), *sorted(sub.launch.items())]
+    where = {}
+    for rel, text in texts:
+        for number, line in enumerate(text.splitlines(), 1):
+            for m in _PIP_INSTALL.finditer(line):
+                for word in (w.strip("'\"") for w in m.group(1).split()):
+                    name = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", word)
+                    if not word.startswith("-") and name:
+                        where.setdefault(normalize(name.group(0)), f"{rel}:{number}")
+    return where

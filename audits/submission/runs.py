@@ -47,6 +47,38 @@ def headline_logs(sub: Submission) -> dict[int | None, LogFile]:
     return chosen
 
 
+def tolerance(*decimals: int) -> float:
+    """Agreement allowed between two printed figures: 1e-4, or half a unit of the coarser one."""
+    return max([1e-4] + [0.5 * 10.0 ** -d for d in decimals if d > 0])
+
+
+def decimals_of(value: float) -> int:
+    text = repr(value)
+    return len(text.split(".", 1)[1]) if "." in text and "e" not in text else 0
+
+
+def unclaimed_reruns(sub: Submission) -> dict[str, LogFile]:
+    """Logs of a seed that another log of the same seed stands for: that one shows the score
+    submission.json claims for the seed and this one does not (an earlier attempt, a run on other
+    hardware). Each maps to the log that shows the claim. Logs without a seed are never set aside:
+    they may be runs of different seeds."""
+    claims = sub.claims
+    if claims is None:
+        return {}
+    apart = {}
+    for seed, logs in by_seed(sub).items():
+        target = (claims.per_seed.get(seed) or {}).get("val_bpb") or claims.val_bpb
+        if seed is None or len(logs) < 2 or target is None:
+            continue
+        def shows(log):
+            score = log.parsed.score
+            return score is not None and abs(score.val_bpb - target) <= tolerance(decimals_of(target), score.decimals)
+        claimed = [log for log in logs if shows(log)]
+        if claimed:
+            apart.update({log.rel: claimed[0] for log in logs if not shows(log)})
+    return apart
+
+
 def seed_row(log: LogFile) -> dict:
     """The JSON row of one log: each figure with the line it came from."""
     p = log.parsed

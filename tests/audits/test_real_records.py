@@ -13,8 +13,8 @@ from support import FIXTURES
 EXPECTED = {
     # folder: (FAIL rules besides MISSING_FILES, WARN rules)
     "2026-03-17_NaiveBaseline": (set(), {"FEWER_THAN_3_SEEDS"}),
-    "2026-03-17_LoRA_TTT": ({"TRAIN_OVER_BUDGET"},  # train_v1.txt is a 2,400 s run
-                            {"FEWER_THAN_3_SEEDS", "SUBMISSION_JSON_MISMATCH"}),
+    # train_v1.txt is a 2,400 s run, but train_v3.txt is the run that shows the claimed 1.1929
+    "2026-03-17_LoRA_TTT": (set(), {"FEWER_THAN_3_SEEDS", "SUBMISSION_JSON_MISMATCH"}),
     "2026-03-19_SlidingWindowEval": (set(), {"FEWER_THAN_3_SEEDS"}),
     # no val_bpb; val_loss holds a bpb figure; bytes_total is the round 15,900,000
     "2026-03-20_10L_Int5MLP_MuonWD04_SWA50": (set(), {"SUBMISSION_JSON_INVALID", "SUBMISSION_JSON_MISMATCH"}),

@@ -38,7 +38,10 @@ def ngram_not_normalized(sub, options):
     Illegal: `p = (counts[k] + 1) / (totals[c] + 1)`; `nll = nll - beta * (tgt == hint)`.
 
     Legal: `(counts[k] + 1) / (totals[c] + vocab)`; `nll + log(Z) - beta * (tgt == hint)` with
-    `Z = 1 + p_hint * (exp(beta) - 1)`.
+    `Z = 1 + p_hint * (exp(beta) - 1)` (also spelled `1 + p * expm1(beta)` or `1 - p + p * w`),
+    or `log1p(p_hint * expm1(beta))`, even where p_hint is read through the log-sum-exp recovered
+    from the scored token's NLL: the closed form is the exact sum of the tilted distribution, as
+    long as beta is not picked by the scored token (then log Z depends on it: still a FAIL).
 
     Known limits: general normalization cannot be decided statically; other wrong denominators
     are not found.

@@ -26,6 +26,11 @@ WORDS = words(
     mixed_into_training=Words("the training update at {at} also trains on validation tokens", _HINT),
     never_scored=Words(
         "the update at {at} trains on validation tokens that were never scored first", _HINT),
+    thrown_away=Words(
+        "the update at {at} trains on validation tokens that were never scored first, but the "
+        "parameters it trains are deleted afterwards (a warm-up on a scratch copy): check that "
+        "nothing it touched reaches the scored model",
+        "Warm up on training tokens or random ids; the compile does not need validation data."),
 )
 
 
@@ -45,6 +50,10 @@ def val_data_in_training(sub, options):
 
     Legal: training on `fineweb_train_*` shards only; a cache updated with each token after it is
     scored.
+
+    Warned: a compile warm-up that steps a scratch adapter on validation tokens and then deletes
+    it (`del lora, opt`) before anything is scored: what it learned is thrown away (merged records
+    did this), yet a reviewer checks that the base weights it ran through are not changed.
 
     Also illegal: a launch line (a shipped `.sh` script, the README's commands) that links or copies
     a `fineweb_val_*` shard to a `fineweb_train_*` name.

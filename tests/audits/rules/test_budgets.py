@@ -259,3 +259,21 @@ def test_a_diagnostic_phase_that_produced_the_claimed_score_counts(tmp_path):
                                                  "pre_quant_sliding_window val_loss:2.79 val_bpb:1.09"),
                      **{"submission.json": submission_json(1.081)})
     assert by_rule(other, "EVAL_OVER_BUDGET") == []
+
+
+def test_an_earlier_attempt_of_a_seed_over_budget_is_noted_not_failed(tmp_path):
+    # seed 42 has two logs: the one that shows the claimed score ran in time; a 40-minute first
+    # attempt with another score is not the claimed run
+    slow = record_log(42, bpb=1.0927, train_ms=2_400_107)
+    f = by_rule(with_log(tmp_path, record_log(42, bpb=1.0810), **{"attempt_v1.txt": slow}),
+                "TRAIN_OVER_BUDGET")
+    assert [str(x.severity) for x in f] == ["INFO"]
+    assert "attempt_v1.txt: training took 2400.1 s" in f[0].message
+    assert "not the claimed run: train_seed42.log shows" in f[0].message
+
+
+def test_the_log_that_shows_the_claim_over_budget_still_fails(tmp_path):
+    slow = record_log(42, bpb=1.0810, train_ms=2_400_107)
+    f = by_rule(with_log(tmp_path, slow, **{"attempt_v1.txt": record_log(42, bpb=1.0927)}),
+                "TRAIN_OVER_BUDGET", "FAIL")
+    assert len(f) == 1 and f[0].file == "train_seed42.log"

@@ -210,3 +210,19 @@ def test_a_module_the_script_imports_at_the_top_and_nobody_ships_blocks(tmp_path
     shipped = audit_findings(folder(tmp_path / "ok", **{"train_gpt.py": script,
                                                         "context_features.py": "SmearGate = None\n"}))
     assert by_rule(shipped, "MISSING_REQUIREMENT") == []
+
+
+def test_a_module_the_readme_installs_is_warned_not_blocking(tmp_path):
+    script = "import torch\nimport zstandard as zstd\n\nif __name__ == '__main__':\n    pass\n"
+    readme = "# Run\n\nRequires: `pip install zstandard`\n"
+    f = by_rule(audit_findings(folder(tmp_path, **{"train_gpt.py": script, "README.md": readme})),
+                "MISSING_REQUIREMENT")
+    assert [(str(x.severity), x.line) for x in f] == [("WARN", 2)]
+    assert "only README.md:3 installs it" in f[0].message
+    launch = {"train_gpt.py": script, "run.sh": "pip install -q 'zstandard>=0.22' brotli\ntorchrun train_gpt.py\n"}
+    f = by_rule(audit_findings(folder(tmp_path / "sh", **launch)), "MISSING_REQUIREMENT")
+    assert [(str(x.severity), x.line) for x in f] == [("WARN", 2)] and "run.sh:1" in f[0].message
+    other = by_rule(audit_findings(folder(tmp_path / "other", **{"train_gpt.py": script,
+                                                                 "README.md": "pip install brotli\n"})),
+                    "MISSING_REQUIREMENT")
+    assert [str(x.severity) for x in other] == ["FAIL"]  # what the README installs is another module
