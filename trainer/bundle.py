@@ -30,6 +30,7 @@ from typing import Any
 
 import libcst as cst
 
+from trainer.codesize import minify
 from trainer.errors import TrainerError
 
 PACKAGE = "trainer"
@@ -66,8 +67,7 @@ def build_bundle(source_dir: Path | None = None, settings: Mapping[str, Any] | N
         sections.append(_section(module, body.code))
     header_imports = _merge_imports(imports)
     names = ", ".join(f"{PACKAGE}/{m.name}.py" for m in order)
-    kind = "in one file" if fold is None else "in one file, as a record run with these settings uses it"
-    text = (f'"""Parameter Golf trainer: the pgolf `{PACKAGE}` package {kind}.\n\n'
+    text = (f'"""Parameter Golf trainer: the pgolf `{PACKAGE}` package in one file.\n\n'
             f"Built from {names}.\n"
             "Run: torchrun --standalone --nproc_per_node=8 train_gpt.py (or python train_gpt.py on "
             "one GPU).\nSettings are environment variables; the log's Hyperparameters block lists "
@@ -76,15 +76,13 @@ def build_bundle(source_dir: Path | None = None, settings: Mapping[str, Any] | N
             + "\n\n".join(sections).rstrip() + "\n")
     if fold is not None:
         text, kept = _shake(text)
-        # The modules nothing of which is kept (the frontier's, with its settings off) are not named.
-        shipped = [m for m in order if not (own := _own_names(m)) or own & kept]
-        text = text.replace(f"Built from {names}.", "Built from " + ", ".join(
-            f"{PACKAGE}/{m.name}.py" for m in shipped) + ".", 1)
         pins = fold.pins(kept)
         if PRESET in fold.settings:  # no fold reads it (presets apply before the settings
             # exist); checked first, so a run without its preset is told that first
             pins = {PRESET: fold.settings[PRESET], **pins}
-        text = _pin(text, pins)
+        # Written minified: the form the cap counts and the run hashes, so the file ships no
+        # minifier (trainer.codesize counts a record bundle as it is).
+        text = minify(_pin(text, pins))
     try:
         ast.parse(text, feature_version=TARGET_PYTHON)
     except SyntaxError as exc:
@@ -227,11 +225,6 @@ def _top_level_names(module: Module) -> dict[str, str]:
             for name in _assigned_in_block(stmt):
                 names[name] = f"def in {module.name}"
     return names
-
-
-def _own_names(module: Module) -> set[str]:
-    """The top-level names a module defines itself (not those it imports)."""
-    return {n for n, origin in _top_level_names(module).items() if origin.startswith("def in ")}
 
 
 def _bound_by(small: cst.BaseSmallStatement, module: str) -> dict[str, str]:
