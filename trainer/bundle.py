@@ -32,6 +32,7 @@ import libcst as cst
 
 from trainer.codesize import minify
 from trainer.errors import TrainerError
+from trainer.localnames import shorten_locals
 
 PACKAGE = "trainer"
 ENTRY = "main"
@@ -80,9 +81,9 @@ def build_bundle(source_dir: Path | None = None, settings: Mapping[str, Any] | N
         if PRESET in fold.settings:  # no fold reads it (presets apply before the settings
             # exist); checked first, so a run without its preset is told that first
             pins = {PRESET: fold.settings[PRESET], **pins}
-        # Written minified: the form the cap counts and the run hashes, so the file ships no
-        # minifier (trainer.codesize counts a record bundle as it is).
-        text = minify(_pin(text, pins))
+        # Written minified, with short local names: the form the cap counts and the run hashes,
+        # so the file ships no minifier (trainer.codesize counts a record bundle as it is).
+        text = shorten_locals(minify(_pin(text, pins)))
     try:
         ast.parse(text, feature_version=TARGET_PYTHON)
     except SyntaxError as exc:
