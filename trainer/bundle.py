@@ -451,7 +451,7 @@ class _Fold(cst.CSTTransformer):
     def _fold_if(self, node: cst.If):
         taken = self._decide(node.test)
         if taken is None:
-            return node
+            return node.with_changes(orelse=self._fold_orelse(node.orelse))
         if taken:
             return cst.FlattenSentinel(_statements(node.body))
         if node.orelse is None:
@@ -459,6 +459,18 @@ class _Fold(cst.CSTTransformer):
         if isinstance(node.orelse, cst.Else):
             return cst.FlattenSentinel(_statements(node.orelse.body))
         return self._fold_if(node.orelse)
+
+    def _fold_orelse(self, orelse: cst.If | cst.Else | None) -> cst.If | cst.Else | None:
+        """The `elif`s after an undecided test: one decided false goes, one decided true is the
+        `else`."""
+        if not isinstance(orelse, cst.If):
+            return orelse
+        taken = self._decide(orelse.test)
+        if taken is None:
+            return orelse.with_changes(orelse=self._fold_orelse(orelse.orelse))
+        if taken:
+            return cst.Else(body=orelse.body)
+        return self._fold_orelse(orelse.orelse)
 
     def leave_IfExp(self, original: cst.IfExp, updated: cst.IfExp) -> cst.BaseExpression:
         taken = self._decide(updated.test)

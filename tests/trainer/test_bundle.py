@@ -217,6 +217,8 @@ FOLDED = '''\
     def undecided(run, x):
         if x is not None and run.cfg.feature:
             return 3
+        elif EXTRAS and x == 0:  # an `elif` decided after an undecided test goes too
+            return show()
         return 4
 
     def dropped(cfg):
@@ -261,6 +263,7 @@ def test_record_bundle_folds_settings_and_extras(tmp_path):
     for gone in ("def show", "def helper_off", "EXTRAS", '"x"', "def dropped", "after_return"):
         assert gone not in record, gone
     assert "if x is not None and run.cfg.feature:" in record  # not decided by settings alone
+    assert "elif" not in record.split("def undecided")[1].split("def ")[0]
     off = {**cfg, "feature": False, "mode": "x"}
     record = build_bundle(src, settings=off)
     assert _run_bundle(record, **off) == (("x", 1, 4, "after"), [], {"feature": False, "mode": "x"})
