@@ -362,14 +362,20 @@ def _transform(module: Module, is_entry: bool, bundled: set[str], fold: _Fold | 
 PACKAGE_ONLY_ARGS = {"knob": 1}
 
 
+# Decorators that never read the annotations of the function they wrap.
+PLAIN_DECORATORS = {"torch.no_grad", "torch.inference_mode", "property", "classmethod",
+                    "staticmethod", "functools.cache"}
+
+
 class _Slim(cst.CSTTransformer):
-    """What a run never reads, left out of the bundle: annotations of undecorated functions (with
-    `from __future__ import annotations` they are unevaluated strings; decorators such as
-    torch.library.custom_op and triton.jit read theirs, so those keep them) and the arguments of
-    PACKAGE_ONLY_ARGS."""
+    """What a run never reads, left out of the bundle: annotations of functions that are not
+    decorated or only by PLAIN_DECORATORS (with `from __future__ import annotations` they are
+    unevaluated strings; decorators such as torch.library.custom_op and triton.jit read theirs,
+    so those keep them) and the arguments of PACKAGE_ONLY_ARGS."""
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
-        if original.decorators:
+        if any(_dotted(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator)
+               not in PLAIN_DECORATORS for d in original.decorators):
             return updated
         params = updated.params
         strip = lambda ps: [p.with_changes(annotation=None) for p in ps]  # noqa: E731

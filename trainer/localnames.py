@@ -29,12 +29,19 @@ def shorten_locals(source: str) -> str:
     """`source` with the local names of its functions shortened; the same program."""
     tree = ast.parse(source)
     lines = source.splitlines(keepends=True)
+    keywords = {n.arg for n in ast.walk(tree) if isinstance(n, ast.keyword)}
+    loads = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    passed = {n.id for n in loads if id(n) not in called}  # named other than in a call: a callback
     renames: list[tuple[int, int, dict[str, str]]] = []  # first line, last line, old -> new
     for node in tree.body:
         members = node.body if isinstance(node, ast.ClassDef) else [node]
         for fn in members:
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                mapping = _mapping(fn)
+                # Parameters too where only this file calls the function, and positionally
+                # (a callback may be called with keywords: torch's setup_context is).
+                own_calls = fn is node and not fn.decorator_list and fn.name not in passed
+                mapping = _mapping(fn, keywords if own_calls else None)
                 if mapping:
                     renames.append((fn.lineno, fn.end_lineno, mapping))
     if not renames:
@@ -61,14 +68,23 @@ def shorten_locals(source: str) -> str:
     return "".join(out)
 
 
-def _mapping(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]:
+def _mapping(fn: ast.FunctionDef | ast.AsyncFunctionDef, keywords: set[str] | None) -> dict[str, str]:
+    """Old -> new names in `fn`; its parameters too when `keywords` (every keyword argument
+    name of the file) is given and does not hold them."""
     nodes = list(ast.walk(fn))
     if any(isinstance(n, ast.ClassDef) for n in nodes) or any(
             isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _DYNAMIC
             for n in nodes):
         return {}
     used = {n.id for n in nodes if isinstance(n, ast.Name)}
-    fixed = {n.arg for n in nodes if isinstance(n, (ast.arg, ast.keyword)) and n.arg}
+    params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs,
+                              fn.args.vararg, fn.args.kwarg) if a is not None}
+    renamable = params - keywords if keywords is not None else set()
+    fixed = {n.arg for n in nodes if isinstance(n, (ast.arg, ast.keyword)) and n.arg} - renamable
+    fixed |= {n.arg for m in nodes if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                     ast.Lambda)) and m is not fn
+              for n in ast.walk(m.args) if isinstance(n, ast.arg)}
+    fixed |= {n.arg for n in nodes if isinstance(n, ast.keyword) and n.arg}
     fixed |= {name for n in nodes if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
     fixed |= {n.name for n in nodes if isinstance(n, (ast.ExceptHandler, ast.FunctionDef,
                                                        ast.AsyncFunctionDef)) and n.name}
@@ -77,6 +93,7 @@ def _mapping(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]:
     fixed |= {m.id for n in nodes if isinstance(n, ast.JoinedStr)
               for m in ast.walk(n) if isinstance(m, ast.Name)}
     own = [n.id for n in _own_scope(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+    own += [n.id for n in _own_scope(fn) if isinstance(n, ast.Name) and n.id in renamable]
     names = sorted({n for n in own if n not in fixed and not n.startswith("__")},
                    key=lambda n: (-own.count(n), n))
     taken = used | fixed

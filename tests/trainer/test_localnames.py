@@ -50,10 +50,21 @@ SOURCE = textwrap.dedent('''
         some_local_name = 1
         return sorted(locals())
 
+    def positional(first_value, second_value):
+        return first_value - second_value
+
+    def by_keyword(first_value, other_value):
+        return first_value - other_value
+
+    def callback(first_value, third_value):
+        return first_value * third_value
+
     def run():
         values = [1, 2, 3]
         return (plain(values), closures(values), keywords_and_strings(values),
-                Holder().method(values), uses_locals())
+                Holder().method(values), uses_locals(), positional(5, 3),
+                by_keyword(5, other_value=3), sorted(values, key=lambda v: callback(v, -1)),
+                list(map(callback, values, values)))
 ''')
 
 
@@ -67,14 +78,17 @@ def test_shorter_locals_run_the_same():
     short = shorten_locals(SOURCE)
     assert _run(short) == _run(SOURCE)
     assert len(short) < len(SOURCE)
-    for gone in ("running_total", "item_value", "squares", "accumulated =", "shared_name"):
+    for gone in ("running_total", "item_value", "squares", "accumulated =", "shared_name",
+                 "second_value"):
         assert gone not in short.replace("self.accumulated", ""), gone
-    # Left as they are: parameters, keyword arguments, names an f-string reads, attributes,
+    # Parameters are shortened only where the file alone calls the function, positionally.
+    # Left as they are: other parameters, keyword arguments, names an f-string reads, attributes,
     # names declared nonlocal, names bound by except/def, and a function that reads its locals by name.
-    for kept in ("def plain(values, scale=2)", "dict(scale=scale, label_text=label_text)",
+    for kept in ("scale=2):", "dict(scale=scale, label_text=label_text)",
                  'f"{label_text}:{len(values)}"', "except IndexError as problem",
                  "helper = helper() + 1", "self.accumulated", "some_local_name",
-                 "nonlocal counter_value"):
+                 "nonlocal counter_value", "other_value):",
+                 "def callback(first_value, third_value)"):
         assert kept in short, kept
 
 
