@@ -367,6 +367,11 @@ PLAIN_DECORATORS = {"torch.no_grad", "torch.inference_mode", "property", "classm
                     "staticmethod", "functools.cache"}
 
 
+# Decorators that only wrap what they decorate (no registry, no effect): a definition with only
+# these, named by nothing kept, is dropped like an undecorated one.
+PURE_DECORATORS = PLAIN_DECORATORS | {"dataclasses.dataclass"}
+
+
 class _Slim(cst.CSTTransformer):
     """What a run never reads, left out of the bundle: annotations of functions that are not
     decorated or only by PLAIN_DECORATORS (with `from __future__ import annotations` they are
@@ -592,8 +597,8 @@ def _pin(code: str, read: Mapping[str, Any]) -> str:
 def _shake(text: str) -> tuple[str, set[str]]:
     """Drop the top-level functions, classes, assignments and imports nothing kept refers to;
     returns the text and the names kept. Everything else is kept and refers to what it names:
-    statements with an effect, decorated definitions (their decorators run), blocks under
-    `if`/`try`."""
+    statements with an effect, definitions decorated by more than PURE_DECORATORS (their
+    decorators run), blocks under `if`/`try`."""
     tree = cst.parse_module(text)
     units = []
     for stmt in tree.body:
@@ -624,7 +629,9 @@ def _shake(text: str) -> tuple[str, set[str]]:
 def _binds(node: ast.stmt) -> set[str] | None:
     """The names a top-level statement only binds, or None when it must run (or its decorators)."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return None if node.decorator_list else {node.name}
+        pure = all(ast.unparse(d.func if isinstance(d, ast.Call) else d) in PURE_DECORATORS
+                   for d in node.decorator_list)
+        return {node.name} if pure else None
     if isinstance(node, ast.Import):
         return {(a.asname or a.name.split(".")[0]) for a in node.names}
     if isinstance(node, ast.ImportFrom) and node.module != "__future__":

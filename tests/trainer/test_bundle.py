@@ -272,13 +272,17 @@ def test_record_bundle_folds_settings_and_extras(tmp_path):
 
 
 def test_record_bundle_keeps_what_runs_when_defined(tmp_path):
-    """Decorated definitions and statements with effects are kept even when nothing names them."""
-    a = ('import functools\n\nREGISTRY = []\n\ndef register(fn):\n    REGISTRY.append(fn.__name__)\n'
-         '    return fn\n\n@register\ndef hook():\n    pass\n\nprint("loaded")\n\n'
+    """Decorated definitions and statements with effects are kept even when nothing names them;
+    a definition only a pure decorator wraps (a dataclass) is not."""
+    a = ('import dataclasses\nimport functools\n\nREGISTRY = []\n\ndef register(fn):\n'
+         '    REGISTRY.append(fn.__name__)\n    return fn\n\n@register\ndef hook():\n    pass\n\n'
+         '@dataclasses.dataclass\nclass Unused:\n    x: int = 0\n\nprint("loaded")\n\n'
          'def f(cfg, seen):\n    return REGISTRY\n')
     src = _package(tmp_path, {"main": MAIN_F, "a": a + "PINNED: dict = {}\n"})
     record = build_bundle(src, settings={})
     assert "import functools" not in record and "def hook" in record and 'print("loaded")' in record
+    assert "class Unused" not in record and "import dataclasses" not in record
+    assert "class Unused" in build_bundle(src)
 
 
 @pytest.fixture(scope="module")
