@@ -1,14 +1,17 @@
-"""Shorter local variable names, for the record bundle (trainer.bundle): the same program in fewer
-compressed bytes (about 1,000 on the record stack).
+"""Shorter local names, for the record bundle (trainer.bundle): the same program in fewer
+compressed bytes (about 1,200 on the record stack).
 
 Works on tokens, as trainer.codesize's minifier does, so the text is otherwise unchanged: in each
-top-level function or method, a name its own body assigns (`x = ...`, `for x in`, `with ... as x`)
-is renamed to the shortest name that the function does not use, at every place the name occurs
-in the function's lines except attributes (`.x`). A name is left alone where that could change
-what runs: a parameter or keyword argument anywhere in the function (keywords name the callee's
-parameters), a name declared `global`/`nonlocal`, read inside an f-string (copied verbatim), or
-bound by `except ... as`, `import`, a nested `def` or `class`; a function that calls `locals`,
-`vars`, `eval` or `exec`, or holds a class, is left as it is.
+function or method defined at the top level (or in a top-level `if`/`try`), a name its own body
+assigns (`x = ...`, `for x in`, `with ... as x`) is renamed to the shortest name the function
+does not use, at every place the name occurs in the function's lines except attributes (`.x`).
+Parameters are renamed only in a top-level function that the file names in calls alone (never
+passes it on: a callback may be called by keyword, as torch calls `setup_context`) and that no
+call anywhere passes the parameter by keyword. A name is left alone where renaming could change
+what runs: a parameter of a nested function or lambda, a keyword argument, a name declared
+`global`/`nonlocal`, read inside an f-string (copied verbatim), or bound by `except ... as`,
+`import`, a nested `def`; a function that calls `locals`, `vars`, `globals`, `eval` or `exec`,
+or holds a class, is left as it is.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ def shorten_locals(source: str) -> str:
     called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     passed = {n.id for n in loads if id(n) not in called}  # named other than in a call: a callback
     renames: list[tuple[int, int, dict[str, str]]] = []  # first line, last line, old -> new
-    for node in tree.body:
+    for node in _definitions(tree.body):
         members = node.body if isinstance(node, ast.ClassDef) else [node]
         for fn in members:
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -66,6 +69,19 @@ def shorten_locals(source: str) -> str:
             line = line[:col] + new + line[col + length:]
         out.append(line)
     return "".join(out)
+
+
+def _definitions(body: list[ast.stmt]):
+    """The top-level statements, those in top-level `if`/`try` blocks in their place (`if triton
+    is not None:` defines the kernels)."""
+    for node in body:
+        if isinstance(node, ast.If):
+            yield from _definitions(node.body + node.orelse)
+        elif isinstance(node, ast.Try):
+            for part in (node.body, *(h.body for h in node.handlers), node.orelse, node.finalbody):
+                yield from _definitions(part)
+        else:
+            yield node
 
 
 def _mapping(fn: ast.FunctionDef | ast.AsyncFunctionDef, keywords: set[str] | None) -> dict[str, str]:

@@ -50,6 +50,11 @@ SOURCE = textwrap.dedent('''
         some_local_name = 1
         return sorted(locals())
 
+    if total_count:
+        def guarded(values):
+            guarded_sum = sum(values)
+            return guarded_sum
+
     def positional(first_value, second_value):
         return first_value - second_value
 
@@ -62,7 +67,7 @@ SOURCE = textwrap.dedent('''
     def run():
         values = [1, 2, 3]
         return (plain(values), closures(values), keywords_and_strings(values),
-                Holder().method(values), uses_locals(), positional(5, 3),
+                Holder().method(values), uses_locals(), positional(5, 3), guarded(values),
                 by_keyword(5, other_value=3), sorted(values, key=lambda v: callback(v, -1)),
                 list(map(callback, values, values)))
 ''')
@@ -79,7 +84,7 @@ def test_shorter_locals_run_the_same():
     assert _run(short) == _run(SOURCE)
     assert len(short) < len(SOURCE)
     for gone in ("running_total", "item_value", "squares", "accumulated =", "shared_name",
-                 "second_value"):
+                 "second_value", "guarded_sum"):
         assert gone not in short.replace("self.accumulated", ""), gone
     # Parameters are shortened only where the file alone calls the function, positionally.
     # Left as they are: other parameters, keyword arguments, names an f-string reads, attributes,
