@@ -16,6 +16,8 @@ here) are folded to the branch taken; then every top-level function, class, assi
 that nothing kept refers to is dropped, repeatedly. The settings a fold read are pinned in the file
 (trainer.config.PINNED): run with another value, it stops with one line instead of running code it
 does not hold. A setting added later is folded the same way, so its code ships only when it is on.
+The record bundle is written minified, with short local names (trainer.localnames): the form the
+cap counts, so the file counts and hashes itself as it is.
 """
 
 from __future__ import annotations
