@@ -489,8 +489,8 @@ class _Fold(cst.CSTTransformer):
         taken = self._decide(updated.test)
         if taken is None:
             return updated
-        return (updated.body if taken else updated.orelse).with_changes(lpar=updated.lpar,
-                                                                         rpar=updated.rpar)
+        branch = updated.body if taken else updated.orelse  # keeps its own parentheses: `()`
+        return branch.with_changes(lpar=[*updated.lpar, *branch.lpar], rpar=[*branch.rpar, *updated.rpar])
 
     def leave_IndentedBlock(self, original: cst.IndentedBlock,
                             updated: cst.IndentedBlock) -> cst.IndentedBlock:

@@ -212,7 +212,7 @@ FOLDED = '''\
             return helper_off()
 
     def width(cfg):
-        return 1 if not cfg.feature else 2
+        return (1 if not cfg.feature else 2) + len(() if cfg.feature else (0,))
 
     def undecided(run, x):
         if x is not None and run.cfg.feature:
@@ -266,7 +266,7 @@ def test_record_bundle_folds_settings_and_extras(tmp_path):
     assert "elif" not in record.split("def undecided")[1].split("def ")[0]
     off = {**cfg, "feature": False, "mode": "x"}
     record = build_bundle(src, settings=off)
-    assert _run_bundle(record, **off) == (("x", 1, 4, "after"), [], {"feature": False, "mode": "x"})
+    assert _run_bundle(record, **off) == (("x", 2, 4, "after"), [], {"feature": False, "mode": "x"})
     assert "def helper_on" not in record and "def helper_off" not in record
     assert "is not None" not in record  # `... and False` is falsy whatever x is
 
