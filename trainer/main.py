@@ -122,7 +122,7 @@ def run_training(cfg: Config, dist: Dist, device: torch.device, data: DataFiles)
             torch.save({k: v.cpu() for k, v in model.state_dict().items()}, out_dir / "final_model.pt")
             log(f"checkpoint: final_model.pt {(out_dir / 'final_model.pt').stat().st_size} bytes")
     finally:
-        if live is not None:
+        if EXTRAS and live is not None:
             live.stop()
     if export_and_evaluate is not None and not cfg.prequant_only:
         export_and_evaluate(run, model, train_ms)

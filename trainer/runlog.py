@@ -85,7 +85,7 @@ def log_run_header(cfg: Config, world_size: int, code_path: Path | None) -> None
             log(f"code_minified_sha256: {hashlib.sha256(minified.encode('utf-8')).hexdigest()}")
         except (MinifyError, UnicodeDecodeError):
             pass  # a file the minifier cannot read can only ship as it is: code_sha256 covers it
-    else:
+    elif EXTRAS:  # a bundle always has its file
         log("code: the trainer package, not a bundled train_gpt.py (no code_sha256)")
 
 
