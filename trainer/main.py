@@ -103,7 +103,8 @@ def run_training(cfg: Config, dist: Dist, device: torch.device, data: DataFiles)
         log_run_header(cfg, dist.world_size, CODE_PATH)
         log(f"world_size:{dist.world_size} grad_accum_steps:{dist.grad_accum_steps}")
         log(f"seed:{cfg.seed}")
-        if device.type == "cpu":
+        # CPU runs are never records: pgolf train writes the record bundle only with GPUs.
+        if EXTRAS and device.type == "cpu":
             log(set_cpu_threads())
         seed_everything(cfg.seed)
         val = load_validation(cfg, data.val, data.tokenizer, device)
