@@ -438,6 +438,35 @@ class _Fold(cst.CSTTransformer):
                 out.update(read)
         return dict(sorted(out.items()))
 
+    def visit_Module(self, node: cst.Module) -> None:
+        """The module's tables: top-level names bound to a dict literal with string keys."""
+        self._tables: dict[str, dict[str, cst.BaseExpression]] = {}
+        for stmt in node.body:
+            small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
+            target = (small.targets[0].target if isinstance(small, cst.Assign) and len(small.targets) == 1
+                      else small.target if isinstance(small, cst.AnnAssign) else None)
+            if isinstance(target, cst.Name) and isinstance(small.value, cst.Dict) and all(
+                    isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
+                    for e in small.value.elements):
+                self._tables[target.value] = {e.key.evaluated_value: e.value for e in small.value.elements}
+
+    def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
+        """`TABLE[cfg.s]` of a table in this module is the entry the setting picks (the table,
+        named nowhere else, is then dropped)."""
+        table = self._tables.get(_dotted(updated.value))
+        if table is None or len(updated.slice) != 1 or not isinstance(updated.slice[0].slice, cst.Index):
+            return updated
+        read: dict[str, Any] = {}
+        try:
+            key = self._value(updated.slice[0].slice.value, read)
+        except _Unknown:
+            return updated
+        if not read or key not in table:
+            return updated
+        self.read.setdefault(self._owners[0] if self._owners else None, {}).update(read)
+        entry = table[key]
+        return entry if entry.lpar else entry.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._owners.append(node.name.value)
 
