@@ -211,8 +211,10 @@ FOLDED = '''\
         else:
             return helper_off()
 
+    TABLE = {"x": 10, "y": 20}
+
     def width(cfg):
-        return (1 if not cfg.feature else 2) + len(() if cfg.feature else (0,))
+        return (1 if not cfg.feature else 2) + len(() if cfg.feature else (0,)) + TABLE[cfg.mode]
 
     def undecided(run, x):
         if x is not None and run.cfg.feature:
@@ -253,20 +255,21 @@ def test_record_bundle_folds_settings_and_extras(tmp_path):
     src = _package(tmp_path, {"main": MAIN_F, "a": FOLDED, "extras": "EXTRAS = True\n"})
     cfg = {"feature": True, "level": 3, "mode": "y", "other": False}
     full = build_bundle(src)
-    assert _run_bundle(full, **cfg) == (("on", 2, 4, "early"), ["shown"], {})
+    assert _run_bundle(full, **cfg) == (("on", 22, 4, "early"), ["shown"], {})
     record = build_bundle(src, settings=cfg)
     # EXTRAS is False: `show` is left out; the branch taken stays, the others and what only they
-    # reached go; only the settings that decided a kept fold are pinned (`mode` was never read,
-    # `other` only in `dropped`, which nothing calls).
-    assert _run_bundle(record, **cfg) == (("on", 2, 4, "early"), [], {"feature": True, "level": 3})
+    # reached go; `TABLE[cfg.mode]` is the entry picked; only the settings that decided a kept
+    # fold are pinned (`other` is read only in `dropped`, which nothing calls).
+    assert _run_bundle(record, **cfg) == (("on", 22, 4, "early"), [],
+                                          {"feature": True, "level": 3, "mode": "y"})
     # Nothing after a folded-in return: `after_return` is named only there.
-    for gone in ("def show", "def helper_off", "EXTRAS", '"x"', "def dropped", "after_return"):
+    for gone in ("def show", "def helper_off", "EXTRAS", '"x"', "def dropped", "after_return", "TABLE"):
         assert gone not in record, gone
     assert re.search(r"if \w+ is not None and \w+\.cfg\.feature:", record)  # not decided by settings alone
     assert "elif" not in record.split("def undecided")[1].split("def ")[0]
     off = {**cfg, "feature": False, "mode": "x"}
     record = build_bundle(src, settings=off)
-    assert _run_bundle(record, **off) == (("x", 2, 4, "after"), [], {"feature": False, "mode": "x"})
+    assert _run_bundle(record, **off) == (("x", 12, 4, "after"), [], {"feature": False, "mode": "x"})
     assert "def helper_on" not in record and "def helper_off" not in record
     assert "is not None" not in record  # `... and False` is falsy whatever x is
 
