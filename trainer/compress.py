@@ -83,7 +83,8 @@ def pack_tensors(quantized: dict[str, QTensor | Tensor]) -> bytes:
 
 
 def unpack_tensors(blob: bytes) -> dict[str, QTensor | Tensor]:
-    """Inverse of `pack_tensors`. Raises ArtifactError on anything inconsistent."""
+    """Inverse of `pack_tensors`. Raises ArtifactError on anything inconsistent (the checks are
+    extras: a record run reads only the container it has just written)."""
     try:
         if EXTRAS and blob[:4] != CONTAINER_MAGIC:  # the checks are for a file of unknown origin
             raise ArtifactError("not a pgolf tensor container")
@@ -178,7 +179,8 @@ def require_compressor(choice: str) -> None:
 
 
 def decompress_artifact(artifact: bytes, label: str = "artifact") -> bytes:
-    """The container inside an artifact, checked against its length and CRC-32."""
+    """The container inside an artifact, checked against its length and CRC-32 (not in a record
+    bundle, whose run reads back only the artifact it has just written)."""
     if EXTRAS and (len(artifact) < _PREFIX.size or artifact[:4] != ARTIFACT_MAGIC):
         raise ArtifactError(f"{label}: not a pgolf artifact (bad header; truncated or another file)")
     _, method, crc, length = _PREFIX.unpack_from(artifact)
