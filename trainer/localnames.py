@@ -112,7 +112,7 @@ def _mapping(fn: ast.FunctionDef | ast.AsyncFunctionDef, keywords: set[str] | No
     own += [n.id for n in _own_scope(fn) if isinstance(n, ast.Name) and n.id in renamable]
     names = sorted({n for n in own if n not in fixed and not n.startswith("__")},
                    key=lambda n: (-own.count(n), n))
-    taken = used | fixed
+    taken = used | fixed | params
     fresh = (n for n in _short_names() if n not in taken)
     mapping = {}
     for name in names:
