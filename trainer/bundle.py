@@ -405,6 +405,9 @@ class _Slim(cst.CSTTransformer):
 # ---- the record bundle -----------------------------------------------------------------------
 
 EXTRAS = "EXTRAS"  # trainer.extras: False in a record bundle
+# Calls that attach to a value what only the package and the extras read (a setting's reason and
+# choices): in a record bundle, the value itself.
+METADATA_ONLY = {"knob"}
 PRESET = "preset"  # the setting that picks an entry of trainer.config's PRESETS
 
 _COMPARE = {cst.Equal: operator.eq, cst.NotEqual: operator.ne, cst.LessThan: operator.lt,
@@ -513,6 +516,11 @@ class _Fold(cst.CSTTransformer):
         if taken:
             return cst.Else(body=orelse.body)
         return self._fold_orelse(orelse.orelse)
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        if _dotted(updated.func) in METADATA_ONLY and updated.args:
+            return updated.args[0].value
+        return updated
 
     def leave_IfExp(self, original: cst.IfExp, updated: cst.IfExp) -> cst.BaseExpression:
         taken = self._decide(updated.test)

@@ -312,6 +312,8 @@ def test_the_record_bundle_is_the_trainer_less_what_the_record_never_runs(bundle
     # Written minified, it counts itself as it is and holds no minifier.
     assert minify(record_text) == record_text and compact_form(record_text) == wrap(record_text)
     assert "def minify" not in record_text and "def minify" in bundle_text
+    # A setting's reason and choices are read only by the package and the extras: plain defaults.
+    assert "knob" not in record_text and "seed:int=1337\n" in record_text
     assert len(compact_form(record_text)) < len(compact_form(bundle_text))
 
 
