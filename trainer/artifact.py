@@ -22,6 +22,7 @@ from torch import Tensor, nn
 
 from trainer.codesize import compact_form
 from trainer.distributed import broadcast_object, rank_and_world
+from trainer.extras import EXTRAS
 from trainer.compress import (compress_all, compress_artifact, container_sample, pack_tensors,
                               require_compressor, write_atomic)
 from trainer.fitcap import NothingFits, fit_to_budget
@@ -54,7 +55,8 @@ def write_artifact(cfg, model: nn.Module, loader, *,
     Raises ArtifactTooLarge on every rank, with nothing written, when nothing fits under the cap.
     When levels were pruned to fit, the artifact before pruning is written beside it too, at
     `unpruned_path(artifact_path)`, so the caller can measure what pruning cost."""
-    require_compressor(cfg.compressor)
+    if EXTRAS:  # `pgolf train` checked the compressor before launching
+        require_compressor(cfg.compressor)
     hessians = _calibrate(cfg, model, loader, calibration_seconds, log)
     figures: dict = {}
     error = None

@@ -19,6 +19,7 @@ import sentencepiece as spm
 import torch
 
 from trainer.errors import TrainerError
+from trainer.extras import EXTRAS
 
 SPACE = "\u2581"  # SentencePiece's visible space, `▁`
 
@@ -35,6 +36,8 @@ class ByteTables:
 
 def load_tokenizer(path: str | Path, vocab_size: int) -> spm.SentencePieceProcessor:
     """The run's tokenizer, checked against VOCAB_SIZE and for a lone `▁` piece."""
+    if not EXTRAS:  # `pgolf train` checked the tokenizer before launching
+        return spm.SentencePieceProcessor(model_file=str(path))
     path = Path(path)
     if not path.is_file():
         raise TrainerError(f"tokenizer {path} does not exist (set TOKENIZER_PATH or DATA_DIR)")

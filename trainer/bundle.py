@@ -16,6 +16,8 @@ here) are folded to the branch taken; then every top-level function, class, assi
 that nothing kept refers to is dropped, repeatedly. The settings a fold read are pinned in the file
 (trainer.config.PINNED): run with another value, it stops with one line instead of running code it
 does not hold. A setting added later is folded the same way, so its code ships only when it is on.
+The record bundle is written minified, with short local names (trainer.localnames): the form the
+cap counts, so the file counts and hashes itself as it is.
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ from typing import Any
 
 import libcst as cst
 
+from trainer.codesize import minify
 from trainer.errors import TrainerError
+from trainer.localnames import shorten_locals
 
 PACKAGE = "trainer"
 ENTRY = "main"
@@ -66,8 +70,7 @@ def build_bundle(source_dir: Path | None = None, settings: Mapping[str, Any] | N
         sections.append(_section(module, body.code))
     header_imports = _merge_imports(imports)
     names = ", ".join(f"{PACKAGE}/{m.name}.py" for m in order)
-    kind = "in one file" if fold is None else "in one file, as a record run with these settings uses it"
-    text = (f'"""Parameter Golf trainer: the pgolf `{PACKAGE}` package {kind}.\n\n'
+    text = (f'"""Parameter Golf trainer: the pgolf `{PACKAGE}` package in one file.\n\n'
             f"Built from {names}.\n"
             "Run: torchrun --standalone --nproc_per_node=8 train_gpt.py (or python train_gpt.py on "
             "one GPU).\nSettings are environment variables; the log's Hyperparameters block lists "
@@ -76,15 +79,13 @@ def build_bundle(source_dir: Path | None = None, settings: Mapping[str, Any] | N
             + "\n\n".join(sections).rstrip() + "\n")
     if fold is not None:
         text, kept = _shake(text)
-        # The modules nothing of which is kept (the frontier's, with its settings off) are not named.
-        shipped = [m for m in order if not (own := _own_names(m)) or own & kept]
-        text = text.replace(f"Built from {names}.", "Built from " + ", ".join(
-            f"{PACKAGE}/{m.name}.py" for m in shipped) + ".", 1)
         pins = fold.pins(kept)
         if PRESET in fold.settings:  # no fold reads it (presets apply before the settings
             # exist); checked first, so a run without its preset is told that first
             pins = {PRESET: fold.settings[PRESET], **pins}
-        text = _pin(text, pins)
+        # Written minified, with short local names: the form the cap counts and the run hashes,
+        # so the file ships no minifier (trainer.codesize counts a record bundle as it is).
+        text = shorten_locals(minify(_pin(text, pins)))
     try:
         ast.parse(text, feature_version=TARGET_PYTHON)
     except SyntaxError as exc:
@@ -229,11 +230,6 @@ def _top_level_names(module: Module) -> dict[str, str]:
     return names
 
 
-def _own_names(module: Module) -> set[str]:
-    """The top-level names a module defines itself (not those it imports)."""
-    return {n for n, origin in _top_level_names(module).items() if origin.startswith("def in ")}
-
-
 def _bound_by(small: cst.BaseSmallStatement, module: str) -> dict[str, str]:
     if isinstance(small, cst.Import):
         return {(a.asname.name.value if a.asname else _dotted(a.name).split(".")[0]):
@@ -368,14 +364,25 @@ def _transform(module: Module, is_entry: bool, bundled: set[str], fold: _Fold | 
 PACKAGE_ONLY_ARGS = {"knob": 1}
 
 
+# Decorators that never read the annotations of the function they wrap.
+PLAIN_DECORATORS = {"torch.no_grad", "torch.inference_mode", "property", "classmethod",
+                    "staticmethod", "functools.cache"}
+
+
+# Decorators that only wrap what they decorate (no registry, no effect): a definition with only
+# these, named by nothing kept, is dropped like an undecorated one.
+PURE_DECORATORS = PLAIN_DECORATORS | {"dataclasses.dataclass"}
+
+
 class _Slim(cst.CSTTransformer):
-    """What a run never reads, left out of the bundle: annotations of undecorated functions (with
-    `from __future__ import annotations` they are unevaluated strings; decorators such as
-    torch.library.custom_op and triton.jit read theirs, so those keep them) and the arguments of
-    PACKAGE_ONLY_ARGS."""
+    """What a run never reads, left out of the bundle: annotations of functions that are not
+    decorated or only by PLAIN_DECORATORS (with `from __future__ import annotations` they are
+    unevaluated strings; decorators such as torch.library.custom_op and triton.jit read theirs,
+    so those keep them) and the arguments of PACKAGE_ONLY_ARGS."""
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
-        if original.decorators:
+        if any(_dotted(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator)
+               not in PLAIN_DECORATORS for d in original.decorators):
             return updated
         params = updated.params
         strip = lambda ps: [p.with_changes(annotation=None) for p in ps]  # noqa: E731
@@ -398,6 +405,9 @@ class _Slim(cst.CSTTransformer):
 # ---- the record bundle -----------------------------------------------------------------------
 
 EXTRAS = "EXTRAS"  # trainer.extras: False in a record bundle
+# Calls that attach to a value what only the package and the extras read (a setting's reason and
+# choices): in a record bundle, the value itself.
+METADATA_ONLY = {"knob"}
 PRESET = "preset"  # the setting that picks an entry of trainer.config's PRESETS
 
 _COMPARE = {cst.Equal: operator.eq, cst.NotEqual: operator.ne, cst.LessThan: operator.lt,
@@ -431,6 +441,35 @@ class _Fold(cst.CSTTransformer):
                 out.update(read)
         return dict(sorted(out.items()))
 
+    def visit_Module(self, node: cst.Module) -> None:
+        """The module's tables: top-level names bound to a dict literal with string keys."""
+        self._tables: dict[str, dict[str, cst.BaseExpression]] = {}
+        for stmt in node.body:
+            small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
+            target = (small.targets[0].target if isinstance(small, cst.Assign) and len(small.targets) == 1
+                      else small.target if isinstance(small, cst.AnnAssign) else None)
+            if isinstance(target, cst.Name) and isinstance(small.value, cst.Dict) and all(
+                    isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
+                    for e in small.value.elements):
+                self._tables[target.value] = {e.key.evaluated_value: e.value for e in small.value.elements}
+
+    def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
+        """`TABLE[cfg.s]` of a table in this module is the entry the setting picks (the table,
+        named nowhere else, is then dropped)."""
+        table = self._tables.get(_dotted(updated.value))
+        if table is None or len(updated.slice) != 1 or not isinstance(updated.slice[0].slice, cst.Index):
+            return updated
+        read: dict[str, Any] = {}
+        try:
+            key = self._value(updated.slice[0].slice.value, read)
+        except _Unknown:
+            return updated
+        if not read or key not in table:
+            return updated
+        self.read.setdefault(self._owners[0] if self._owners else None, {}).update(read)
+        entry = table[key]
+        return entry if entry.lpar else entry.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._owners.append(node.name.value)
 
@@ -457,7 +496,7 @@ class _Fold(cst.CSTTransformer):
     def _fold_if(self, node: cst.If):
         taken = self._decide(node.test)
         if taken is None:
-            return node
+            return node.with_changes(orelse=self._fold_orelse(node.orelse))
         if taken:
             return cst.FlattenSentinel(_statements(node.body))
         if node.orelse is None:
@@ -466,12 +505,29 @@ class _Fold(cst.CSTTransformer):
             return cst.FlattenSentinel(_statements(node.orelse.body))
         return self._fold_if(node.orelse)
 
+    def _fold_orelse(self, orelse: cst.If | cst.Else | None) -> cst.If | cst.Else | None:
+        """The `elif`s after an undecided test: one decided false goes, one decided true is the
+        `else`."""
+        if not isinstance(orelse, cst.If):
+            return orelse
+        taken = self._decide(orelse.test)
+        if taken is None:
+            return orelse.with_changes(orelse=self._fold_orelse(orelse.orelse))
+        if taken:
+            return cst.Else(body=orelse.body)
+        return self._fold_orelse(orelse.orelse)
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        if _dotted(updated.func) in METADATA_ONLY and updated.args:
+            return updated.args[0].value
+        return updated
+
     def leave_IfExp(self, original: cst.IfExp, updated: cst.IfExp) -> cst.BaseExpression:
         taken = self._decide(updated.test)
         if taken is None:
             return updated
-        return (updated.body if taken else updated.orelse).with_changes(lpar=updated.lpar,
-                                                                         rpar=updated.rpar)
+        branch = updated.body if taken else updated.orelse  # keeps its own parentheses: `()`
+        return branch.with_changes(lpar=[*updated.lpar, *branch.lpar], rpar=[*branch.rpar, *updated.rpar])
 
     def leave_IndentedBlock(self, original: cst.IndentedBlock,
                             updated: cst.IndentedBlock) -> cst.IndentedBlock:
@@ -580,8 +636,8 @@ def _pin(code: str, read: Mapping[str, Any]) -> str:
 def _shake(text: str) -> tuple[str, set[str]]:
     """Drop the top-level functions, classes, assignments and imports nothing kept refers to;
     returns the text and the names kept. Everything else is kept and refers to what it names:
-    statements with an effect, decorated definitions (their decorators run), blocks under
-    `if`/`try`."""
+    statements with an effect, definitions decorated by more than PURE_DECORATORS (their
+    decorators run), blocks under `if`/`try`."""
     tree = cst.parse_module(text)
     units = []
     for stmt in tree.body:
@@ -612,7 +668,9 @@ def _shake(text: str) -> tuple[str, set[str]]:
 def _binds(node: ast.stmt) -> set[str] | None:
     """The names a top-level statement only binds, or None when it must run (or its decorators)."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return None if node.decorator_list else {node.name}
+        pure = all(ast.unparse(d.func if isinstance(d, ast.Call) else d) in PURE_DECORATORS
+                   for d in node.decorator_list)
+        return {node.name} if pure else None
     if isinstance(node, ast.Import):
         return {(a.asname or a.name.split(".")[0]) for a in node.names}
     if isinstance(node, ast.ImportFrom) and node.module != "__future__":

@@ -2,7 +2,7 @@
 
 Shared by the trainer (the `Code size (compressed)` log line, computed inside the single-file
 bundle, which cannot import pgolf) and the audit (`audits.submission.codesize`), so both always agree.
-Standard library only.
+Standard library only. A record bundle is written already minified: it counts itself as it is.
 
 The minifier works on tokens, never on the syntax tree, so it cannot rewrite an expression into a
 form the target Python does not accept (a tree-based minifier run on 3.12 turns `f"{', '.join(x)}"`
@@ -18,6 +18,8 @@ import io
 import lzma
 import token
 import tokenize
+
+from trainer.extras import EXTRAS
 
 WRAPPER_HEAD = 'import lzma as L,base64 as B\nexec(L.decompress(B.b85decode("'
 WRAPPER_TAIL = '"),format=L.FORMAT_RAW,filters=[{"id":L.FILTER_LZMA2}]))\n'
@@ -162,6 +164,8 @@ def compact_form(source: str) -> str:
     payload = unwrap(source)
     if payload is not None:
         return min(source, compact_form(payload), key=len)
+    if not EXTRAS:  # a record bundle is written minified (trainer.bundle), so it ships no minifier
+        return wrap(source)
     try:
         body = minify(source)
     except MinifyError:

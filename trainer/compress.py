@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from trainer.extras import EXTRAS
 from trainer.quant import QTensor
 
 CONTAINER_MAGIC = b"PGQ1"
@@ -82,15 +83,16 @@ def pack_tensors(quantized: dict[str, QTensor | Tensor]) -> bytes:
 
 
 def unpack_tensors(blob: bytes) -> dict[str, QTensor | Tensor]:
-    """Inverse of `pack_tensors`. Raises ArtifactError on anything inconsistent."""
+    """Inverse of `pack_tensors`. Raises ArtifactError on anything inconsistent (the checks are
+    extras: a record run reads only the container it has just written)."""
     try:
-        if blob[:4] != CONTAINER_MAGIC:
+        if EXTRAS and blob[:4] != CONTAINER_MAGIC:  # the checks are for a file of unknown origin
             raise ArtifactError("not a pgolf tensor container")
         (head_len,) = struct.unpack_from("<I", blob, 4)
         header = json.loads(blob[8:8 + head_len])["tensors"]
         sizes = struct.unpack_from("<4Q", blob, 8 + head_len)
         offset = 8 + head_len + 32
-        if offset + sum(sizes) != len(blob):
+        if EXTRAS and offset + sum(sizes) != len(blob):
             raise ArtifactError("section sizes do not add up to the container's length")
         sections = {}
         for width, size in zip(_WIDTHS, sizes):
@@ -110,7 +112,7 @@ def _read_tensors(header: list, sections: dict[int, memoryview]) -> dict[str, QT
         width = torch.empty((), dtype=dtype).element_size()
         n = int(np.prod(shape, dtype=np.int64)) * width
         start = cursor[width]
-        if start + n > len(sections[width]):
+        if EXTRAS and start + n > len(sections[width]):
             raise ArtifactError("a tensor runs past the end of its section")
         cursor[width] = start + n
         data = bytearray(sections[width][start:start + n])
@@ -125,7 +127,7 @@ def _read_tensors(header: list, sections: dict[int, memoryview]) -> dict[str, QT
             out[name] = take(_DTYPES[dtype], shape)
         else:
             raise ArtifactError(f"unknown tensor kind {kind!r}")
-    if any(cursor[w] != len(sections[w]) for w in _WIDTHS):
+    if EXTRAS and any(cursor[w] != len(sections[w]) for w in _WIDTHS):
         raise ArtifactError("sections hold bytes no tensor uses")
     return out
 
@@ -177,19 +179,16 @@ def require_compressor(choice: str) -> None:
 
 
 def decompress_artifact(artifact: bytes, label: str = "artifact") -> bytes:
-    """The container inside an artifact, checked against its length and CRC-32."""
-    if len(artifact) < _PREFIX.size or artifact[:4] != ARTIFACT_MAGIC:
+    """The container inside an artifact, checked against its length and CRC-32 (not in a record
+    bundle, whose run reads back only the artifact it has just written)."""
+    if EXTRAS and (len(artifact) < _PREFIX.size or artifact[:4] != ARTIFACT_MAGIC):
         raise ArtifactError(f"{label}: not a pgolf artifact (bad header; truncated or another file)")
     _, method, crc, length = _PREFIX.unpack_from(artifact)
     payload = artifact[_PREFIX.size:]
+    if not EXTRAS:  # a record run reads back only the artifact it has just written
+        return _decompressed(method, payload, label)
     try:
-        if method == METHODS["brotli"]:
-            import brotli
-            container = brotli.decompress(payload)
-        elif method == METHODS["lzma"]:
-            container = lzma.decompress(payload)
-        else:
-            raise ArtifactError(f"{label}: unknown compression method byte {method}")
+        container = _decompressed(method, payload, label)
     except ImportError as exc:
         raise ArtifactError(f"{label}: compressed with brotli, which is not installed ({exc})") from None
     except (lzma.LZMAError, EOFError) as exc:
@@ -201,6 +200,15 @@ def decompress_artifact(artifact: bytes, label: str = "artifact") -> bytes:
     if len(container) != length or zlib.crc32(container) != crc:
         raise ArtifactError(f"{label}: corrupted (length or CRC-32 of the content does not match)")
     return container
+
+
+def _decompressed(method: int, payload: bytes, label: str) -> bytes:
+    if method == METHODS["brotli"]:
+        import brotli
+        return brotli.decompress(payload)
+    if method == METHODS["lzma"]:
+        return lzma.decompress(payload)
+    raise ArtifactError(f"{label}: unknown compression method byte {method}")
 
 
 def write_atomic(path: Path, data: bytes) -> None:

@@ -270,11 +270,12 @@ def load_config(env: Mapping[str, str] | None = None,
             given[name] = text
         elif EXTRAS:
             _reject_lookalike(name, by_name)
-    for name, text in (overrides or {}).items():
-        key = name.upper()
-        if key not in by_name:
-            raise TrainerError(f"unknown setting {name}{_suggest(key, by_name)}")
-        given[key] = text
+    if EXTRAS:  # overrides come from pgolf, which runs the package
+        for name, text in (overrides or {}).items():
+            key = name.upper()
+            if key not in by_name:
+                raise TrainerError(f"unknown setting {name}{_suggest(key, by_name)}")
+            given[key] = text
     values = {by_name[name].name: parse_value(by_name[name], text) for name, text in given.items()}
     # A record bundle holds its own preset only: with another, the pin below stops the run.
     merged = {**PRESETS.get(values.get("preset", "record"), {}), **values}
@@ -308,9 +309,8 @@ def parse_value(field: dataclasses.Field, text: str) -> Any:
     except (KeyError, ValueError):
         expected = {"bool": "0 or 1", "int": "an integer"}.get(kind, "a number")
         raise TrainerError(f"{name}={text!r}: expected {expected}") from None
-    choices = field.metadata["choices"]
-    if choices and text not in choices:
-        raise TrainerError(f"{name}={text!r}: expected one of {', '.join(choices)}")
+    if EXTRAS and field.metadata["choices"] and text not in field.metadata["choices"]:
+        raise TrainerError(f"{name}={text!r}: expected one of {', '.join(field.metadata['choices'])}")
     return text
 
 

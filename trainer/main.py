@@ -103,7 +103,8 @@ def run_training(cfg: Config, dist: Dist, device: torch.device, data: DataFiles)
         log_run_header(cfg, dist.world_size, CODE_PATH)
         log(f"world_size:{dist.world_size} grad_accum_steps:{dist.grad_accum_steps}")
         log(f"seed:{cfg.seed}")
-        if device.type == "cpu":
+        # CPU runs are never records: pgolf train writes the record bundle only with GPUs.
+        if EXTRAS and device.type == "cpu":
             log(set_cpu_threads())
         seed_everything(cfg.seed)
         val = load_validation(cfg, data.val, data.tokenizer, device)
@@ -122,7 +123,7 @@ def run_training(cfg: Config, dist: Dist, device: torch.device, data: DataFiles)
             torch.save({k: v.cpu() for k, v in model.state_dict().items()}, out_dir / "final_model.pt")
             log(f"checkpoint: final_model.pt {(out_dir / 'final_model.pt').stat().st_size} bytes")
     finally:
-        if live is not None:
+        if EXTRAS and live is not None:
             live.stop()
     if export_and_evaluate is not None and not cfg.prequant_only:
         export_and_evaluate(run, model, train_ms)

@@ -75,11 +75,12 @@ def shape_banks(params: list[torch.Tensor]) -> list[list[int]]:
 
 class Muon(torch.optim.Optimizer):
     def __init__(self, params: list[nn.Parameter], *, lr: float, momentum: float,
-                 weight_decay: float, backend_steps: int, coeffs: str, row_normalize: bool,
+                 weight_decay: float, backend_steps: int,
+                 coeffs: tuple[tuple[float, float, float], ...], row_normalize: bool,
                  dist: Dist, compile_ns: bool = False):
         defaults = dict(lr=lr, momentum=momentum, weight_decay=weight_decay)
         super().__init__(params, defaults)
-        self.steps, self.coeffs, self.row_normalize = backend_steps, NS_COEFFS[coeffs], row_normalize
+        self.steps, self.coeffs, self.row_normalize = backend_steps, coeffs, row_normalize
         self.dist = dist
         self.orthogonalize = torch.compile(newton_schulz, dynamic=False) if compile_ns else newton_schulz
 
@@ -229,7 +230,7 @@ def build_optimizers(cfg: Config, model: GPT, dist: Dist) -> Optimizers:
     if head:
         optimizers.append(torch.optim.Adam(head, lr=cfg.head_lr, **adam))
     muon = Muon(matrices, lr=cfg.matrix_lr, momentum=cfg.muon_momentum, weight_decay=cfg.muon_wd,
-                backend_steps=cfg.muon_backend_steps, coeffs=cfg.muon_ns_coeffs,
+                backend_steps=cfg.muon_backend_steps, coeffs=NS_COEFFS[cfg.muon_ns_coeffs],
                 row_normalize=cfg.muon_row_normalize, dist=dist,
                 compile_ns=cfg.compile and fused)
     return Optimizers(optimizers + [muon], muon, list(model.parameters()), cfg.grad_clip_norm,

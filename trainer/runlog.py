@@ -19,6 +19,7 @@ import torch
 
 from trainer.codesize import MinifyError, minify
 from trainer.config import Config, hyperparameter_lines
+from trainer.extras import EXTRAS
 
 _file: TextIO | None = None
 _enabled = False
@@ -75,13 +76,16 @@ def log_run_header(cfg: Config, world_size: int, code_path: Path | None) -> None
         source = code_path.read_bytes()
         log(f"code_sha256: {hashlib.sha256(source).hexdigest()}")
         # The hash of the minified form too: `pgolf package` ships that form inside a
-        # self-extracting wrapper, and the audit matches the wrapper's payload against it.
+        # self-extracting wrapper, and the audit matches the wrapper's payload against it. A
+        # record bundle is that form already (trainer.bundle writes it minified).
+        if not EXTRAS:
+            return
         try:
             minified = minify(source.decode("utf-8"))
             log(f"code_minified_sha256: {hashlib.sha256(minified.encode('utf-8')).hexdigest()}")
         except (MinifyError, UnicodeDecodeError):
             pass  # a file the minifier cannot read can only ship as it is: code_sha256 covers it
-    else:
+    elif EXTRAS:  # a bundle always has its file
         log("code: the trainer package, not a bundled train_gpt.py (no code_sha256)")
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from trainer.bundle import build_bundle, package_dir, pinned_settings
-from trainer.codesize import compact_form
+from trainer.codesize import compact_form, minify, wrap
 from trainer.config import PER_RUN, load_config, record_settings
 from trainer.errors import TrainerError
 from trainer_support import clean_env, make_data_dir
@@ -211,12 +211,16 @@ FOLDED = '''\
         else:
             return helper_off()
 
+    TABLE = {"x": 10, "y": 20}
+
     def width(cfg):
-        return 1 if not cfg.feature else 2
+        return (1 if not cfg.feature else 2) + len(() if cfg.feature else (0,)) + TABLE[cfg.mode]
 
     def undecided(run, x):
         if x is not None and run.cfg.feature:
             return 3
+        elif EXTRAS and x == 0:  # an `elif` decided after an undecided test goes too
+            return show()
         return 4
 
     def dropped(cfg):
@@ -251,31 +255,37 @@ def test_record_bundle_folds_settings_and_extras(tmp_path):
     src = _package(tmp_path, {"main": MAIN_F, "a": FOLDED, "extras": "EXTRAS = True\n"})
     cfg = {"feature": True, "level": 3, "mode": "y", "other": False}
     full = build_bundle(src)
-    assert _run_bundle(full, **cfg) == (("on", 2, 4, "early"), ["shown"], {})
+    assert _run_bundle(full, **cfg) == (("on", 22, 4, "early"), ["shown"], {})
     record = build_bundle(src, settings=cfg)
     # EXTRAS is False: `show` is left out; the branch taken stays, the others and what only they
-    # reached go; only the settings that decided a kept fold are pinned (`mode` was never read,
-    # `other` only in `dropped`, which nothing calls).
-    assert _run_bundle(record, **cfg) == (("on", 2, 4, "early"), [], {"feature": True, "level": 3})
+    # reached go; `TABLE[cfg.mode]` is the entry picked; only the settings that decided a kept
+    # fold are pinned (`other` is read only in `dropped`, which nothing calls).
+    assert _run_bundle(record, **cfg) == (("on", 22, 4, "early"), [],
+                                          {"feature": True, "level": 3, "mode": "y"})
     # Nothing after a folded-in return: `after_return` is named only there.
-    for gone in ("def show", "def helper_off", "EXTRAS", '"x"', "def dropped", "after_return"):
+    for gone in ("def show", "def helper_off", "EXTRAS", '"x"', "def dropped", "after_return", "TABLE"):
         assert gone not in record, gone
-    assert "if x is not None and run.cfg.feature:" in record  # not decided by settings alone
+    assert re.search(r"if \w+ is not None and \w+\.cfg\.feature:", record)  # not decided by settings alone
+    assert "elif" not in record.split("def undecided")[1].split("def ")[0]
     off = {**cfg, "feature": False, "mode": "x"}
     record = build_bundle(src, settings=off)
-    assert _run_bundle(record, **off) == (("x", 1, 4, "after"), [], {"feature": False, "mode": "x"})
+    assert _run_bundle(record, **off) == (("x", 12, 4, "after"), [], {"feature": False, "mode": "x"})
     assert "def helper_on" not in record and "def helper_off" not in record
-    assert "if x is not None" not in record  # `... and False` is falsy whatever x is
+    assert "is not None" not in record  # `... and False` is falsy whatever x is
 
 
 def test_record_bundle_keeps_what_runs_when_defined(tmp_path):
-    """Decorated definitions and statements with effects are kept even when nothing names them."""
-    a = ('import functools\n\nREGISTRY = []\n\ndef register(fn):\n    REGISTRY.append(fn.__name__)\n'
-         '    return fn\n\n@register\ndef hook():\n    pass\n\nprint("loaded")\n\n'
+    """Decorated definitions and statements with effects are kept even when nothing names them;
+    a definition only a pure decorator wraps (a dataclass) is not."""
+    a = ('import dataclasses\nimport functools\n\nREGISTRY = []\n\ndef register(fn):\n'
+         '    REGISTRY.append(fn.__name__)\n    return fn\n\n@register\ndef hook():\n    pass\n\n'
+         '@dataclasses.dataclass\nclass Unused:\n    x: int = 0\n\nprint("loaded")\n\n'
          'def f(cfg, seen):\n    return REGISTRY\n')
     src = _package(tmp_path, {"main": MAIN_F, "a": a + "PINNED: dict = {}\n"})
     record = build_bundle(src, settings={})
     assert "import functools" not in record and "def hook" in record and 'print("loaded")' in record
+    assert "class Unused" not in record and "import dataclasses" not in record
+    assert "class Unused" in build_bundle(src)
 
 
 @pytest.fixture(scope="module")
@@ -299,6 +309,11 @@ def test_the_record_bundle_is_the_trainer_less_what_the_record_never_runs(bundle
     assert not PER_RUN & set(pinned)  # the seeds of one submission share one file
     assert pinned_settings(bundle_text) == {}
     assert build_bundle(settings=pinned) == record_text  # what the audit's probe rebuilds
+    # Written minified, it counts itself as it is and holds no minifier.
+    assert minify(record_text) == record_text and compact_form(record_text) == wrap(record_text)
+    assert "def minify" not in record_text and "def minify" in bundle_text
+    # A setting's reason and choices are read only by the package and the extras: plain defaults.
+    assert "knob" not in record_text and "seed:int=1337\n" in record_text
     assert len(compact_form(record_text)) < len(compact_form(bundle_text))
 
 
@@ -330,11 +345,8 @@ def test_the_gates_and_lqer_ship_only_where_their_settings_are_on(bundle_text, r
     assert [d in record_text for d in defs] == [False] * 4
     assert [d in frontier for d in defs] == [True] * 4 and all(d in bundle_text for d in defs)
     assert [d in smear_only for d in defs] == [True, False, False, False]
-    built_from = [line for line in record_text.splitlines() if line.startswith("Built from")][0]
-    assert "trainer/gates.py" not in built_from and "trainer/model.py" in built_from
-    assert "trainer/lqer.py" in next(line for line in frontier.splitlines() if line.startswith("Built from"))
     assert pinned_settings(frontier)["lqer_enabled"] is True
     # Of the presets, each holds its own only: the record's is empty, the frontier's has the gates.
-    assert '"record": {}' in record_text and '"frontier": {' not in record_text
-    assert '"frontier": {' in frontier and '"tiny": {' not in frontier and '"tiny": {' in bundle_text
+    assert '"record":{}' in record_text and '"frontier":{' not in record_text
+    assert '"frontier":{' in frontier and '"tiny":{' not in frontier and '"tiny": {' in bundle_text
     assert list(pinned_settings(frontier))[0] == "preset"

@@ -29,7 +29,7 @@ def test_muon_step_is_nesterov_rownorm_ns_scale_and_decay():
     p = torch.nn.Parameter(torch.randn(32, 16))
     start = p.detach().clone()
     p.grad = torch.randn(32, 16)
-    opt = Muon([p], lr=0.1, momentum=0.9, weight_decay=0.5, backend_steps=5, coeffs="classic",
+    opt = Muon([p], lr=0.1, momentum=0.9, weight_decay=0.5, backend_steps=5, coeffs=NS_COEFFS["classic"],
                row_normalize=True, dist=Dist())
     opt.step()
     g = p.grad + 0.9 * p.grad  # Nesterov with an empty buffer: g + momentum * (0 * m + g)
@@ -54,7 +54,7 @@ def test_banked_steps_equal_one_matrix_at_a_time():
     shapes = [(32, 16), (16, 32), (32, 16), (8, 8), (16, 32)]
     starts = [torch.randn(s, generator=gen) for s in shapes]
     grads = [[torch.randn(s, generator=gen) for s in shapes] for _ in range(2)]
-    kw = dict(lr=0.1, momentum=0.9, weight_decay=0.5, backend_steps=5, coeffs="polar_express",
+    kw = dict(lr=0.1, momentum=0.9, weight_decay=0.5, backend_steps=5, coeffs=NS_COEFFS["polar_express"],
               row_normalize=True, dist=Dist())
     banked = [torch.nn.Parameter(s.clone()) for s in starts]
     singles = [torch.nn.Parameter(s.clone()) for s in starts]
@@ -73,7 +73,7 @@ def test_banked_steps_equal_one_matrix_at_a_time():
 
 def test_matrices_are_split_over_ranks():
     params = [torch.nn.Parameter(torch.zeros(4, 4)) for _ in range(11)]
-    owners = [[Muon(params, lr=1, momentum=0, weight_decay=0, backend_steps=1, coeffs="classic",
+    owners = [[Muon(params, lr=1, momentum=0, weight_decay=0, backend_steps=1, coeffs=NS_COEFFS["classic"],
                     row_normalize=False, dist=Dist(r, 4)).owns(i) for r in range(4)]
               for i in range(len(params))]
     assert all(sum(row) == 1 for row in owners)

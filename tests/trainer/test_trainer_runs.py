@@ -94,13 +94,24 @@ FEATURES_OFF = {"TTT_ENABLED": "0", "SLIDING_WINDOW_ENABLED": "0", "GPTQ_ENABLED
                 "EMA_DECAY": "0", "COMPRESSOR": "lzma", "WARMUP_STEPS": "0"}
 
 
+# The frontier preset's own code (the gates, LQER, its Newton-Schulz coefficients) at tiny sizes.
+FRONTIER_ON = {"SMEAR_GATE_ENABLED": "1", "SPARSE_ATTN_GATE_ENABLED": "1", "LQER_ENABLED": "1",
+               "MUON_NS_COEFFS": "polar_express"}
+
+
 @pytest.mark.slow
-def test_record_bundle_with_features_off_trains_like_the_package(data_dir, tmp_path):
-    settings = {"PRESET": "tiny", "ITERATIONS": str(STEPS), **FEATURES_OFF}
+@pytest.mark.parametrize("features, shipped, left_out", [
+    (FEATURES_OFF, (), ("def eval_ttt", "def collect_hessians")),
+    (FRONTIER_ON, ("class SmearGate(", "def lqer_corrections("), ()),
+], ids=["features_off", "frontier_on"])
+def test_record_bundle_trains_like_the_package(data_dir, tmp_path, features, shipped, left_out):
+    """Every fold either way, and the minified file with its shortened names, run the package's
+    code: the same losses and val_bpb."""
+    settings = {"PRESET": "tiny", "ITERATIONS": str(STEPS), **features}
     script = tmp_path / "record" / "train_gpt.py"
     script.parent.mkdir()
     text = write_bundle(script, settings=record_settings(load_config(settings)))
-    assert "def eval_ttt" not in text and "def collect_hessians" not in text
+    assert all(d in text for d in shipped) and not any(d in text for d in left_out)
     logs = []
     for out, args in ((tmp_path / "record", [str(script)]), (tmp_path / "package", ["-m", "trainer"])):
         result = run_trainer(args, clean_env(DATA_DIR=data_dir, OUT_DIR=out, **settings))
@@ -108,6 +119,7 @@ def test_record_bundle_with_features_off_trains_like_the_package(data_dir, tmp_p
         logs.append((out / "train.log").read_text())
     record, package = (_losses(log) for log in logs)
     assert len(record) > STEPS // 10 and record == package
+    assert re.findall(r"val_bpb:(\S+)", logs[0]) == re.findall(r"val_bpb:(\S+)", logs[1])
 
 
 @pytest.mark.slow
