@@ -40,7 +40,7 @@ def shorten_locals(source: str) -> str:
     for node in _definitions(tree.body):
         members = node.body if isinstance(node, ast.ClassDef) else [node]
         for fn in members:
-            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _jitted(fn):
                 # Parameters too where only this file calls the function, and positionally
                 # (a callback may be called with keywords: torch's setup_context is).
                 own_calls = fn is node and not fn.decorator_list and fn.name not in passed
@@ -69,6 +69,17 @@ def shorten_locals(source: str) -> str:
             line = line[:col] + new + line[col + length:]
         out.append(line)
     return "".join(out)
+
+
+def _jitted(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Decorated by a JIT compiler (`@triton.jit`, `@triton.autotune(...)`): it re-reads the
+    function's source, so the kernel shipped stays the one that ran on GPUs, names and all."""
+    for deco in fn.decorator_list:
+        target = deco.func if isinstance(deco, ast.Call) else deco
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                and target.value.id == "triton":
+            return True
+    return False
 
 
 def _definitions(body: list[ast.stmt]):

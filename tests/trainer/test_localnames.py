@@ -100,3 +100,27 @@ def test_shorter_locals_run_the_same():
 def test_nothing_to_shorten_is_the_same_text():
     source = "X = 1\n\ndef f(a):\n    return a + X\n"
     assert shorten_locals(source) == source
+
+
+def test_a_jit_compiled_kernel_keeps_its_names():
+    # Triton re-reads a kernel's source: the one shipped stays the one that ran on GPUs.
+    source = textwrap.dedent('''
+        if triton is not None:
+            @triton.jit
+            def kernel(x_ptr, BLOCK: tl.constexpr):
+                offsets = tl.arange(0, BLOCK)
+                return offsets
+
+            @triton.autotune(configs=[], key=[])
+            @triton.jit
+            def tuned(x_ptr):
+                loaded_value = x_ptr
+                return loaded_value
+
+            def launcher(values):
+                grid_size = len(values)
+                return grid_size
+    ''')
+    short = shorten_locals(source)
+    assert "offsets = tl.arange(0, BLOCK)" in short and "loaded_value = x_ptr" in short
+    assert "grid_size" not in short
