@@ -2,11 +2,12 @@
 (numpy with pickles refused, sizes bounded) and checked against the folder's SentencePiece model:
 a byte-fallback piece stands for 1 byte, a control or unknown piece for none, any other piece for
 the UTF-8 bytes of its text without the leading '▁' (one space byte more where the table has no
-leading-space flag for it).
+leading-space flag for it); or against the folder's TokenMonster vocabulary: a token stands for at
+most its own bytes.
 
     tables(sub) -> list[Table]        the byte tables of the folder's array files
     expected(sub) -> Expected | str   the bytes of each piece, or why none could be read
-    inflated(table, expected) -> str  the entries counting more bytes than their piece, in words
+    inflated(table, expected) -> str  the entries counting more bytes than their token, in words
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import zipfile
 import numpy as np
 import sentencepiece as spm
 
+from audits.legality import tokenmonster
 from audits.submission import read_bounded
 
 LIMIT = 16_000_000  # the artifact cap: no table or tokenizer of a submission is larger
@@ -26,6 +28,8 @@ MAX_ARRAYS = 64  # arrays in one .npz
 ARRAY_SUFFIXES = (".npz", ".npy")
 _BYTES = re.compile(r"bytes", re.I)  # base_bytes, bytes_per_token, token_bytes
 _SPACE = re.compile(r"space", re.I)  # has_leading_space
+_TOKENIZERS = (".model", ".vocab")
+_UNJUDGED = 2**40  # bytes allowed for a token whose count is not judged
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,10 +47,10 @@ class Table:
 
 @dataclasses.dataclass(frozen=True)
 class Expected:
-    rel: str  # the tokenizer model
-    bytes: np.ndarray  # what each piece stands for, without its leading space
+    rel: str  # the tokenizer
+    bytes: np.ndarray  # the bytes each token stands for (at most), without a leading '▁'
     spaced: np.ndarray  # the piece starts with '▁'
-    kind: tuple[str, ...]  # "byte-fallback", "control", "text"
+    kind: tuple[str, ...]  # "byte-fallback", "control", "single-byte", "text"
 
 
 def tables(sub) -> list[Table]:
@@ -96,18 +100,33 @@ def _short(error: Exception) -> str:
 
 
 def expected(sub) -> Expected | str:
-    """What each piece of the folder's SentencePiece model stands for, or why there is none."""
-    models = sorted(e.rel for e in sub.entries if e.kind == "file" and e.rel.lower().endswith(".model"))
-    if not models:
-        return "no SentencePiece model (.model) is shipped in the folder"
-    rel = models[0]
-    try:
-        data, longer = read_bounded(sub.root / rel, LIMIT)
+    """The bytes each token of the folder's tokenizer stands for at most (a SentencePiece .model,
+    else a TokenMonster .vocab), or why there is none to check against."""
+    names = sorted(e.rel for e in sub.entries if e.kind == "file" and e.rel.lower().endswith(_TOKENIZERS))
+    if not names:
+        return "no tokenizer (SentencePiece .model or TokenMonster .vocab) is shipped in the folder"
+    why = []
+    for rel in sorted(names, key=lambda r: not r.lower().endswith(".model")):
+        try:
+            data, longer = read_bounded(sub.root / rel, LIMIT)
+        except OSError as e:
+            why.append(f"{rel} cannot be read ({_short(e)})")
+            continue
         if longer:
-            return f"{rel} is over {LIMIT:,} bytes"
-        sp = spm.SentencePieceProcessor()
+            why.append(f"{rel} is over {LIMIT:,} bytes")
+            continue
+        found = _sentencepiece(rel, data) if rel.lower().endswith(".model") else _tokenmonster(rel, data)
+        if isinstance(found, Expected):
+            return found
+        why.append(found)
+    return "; ".join(why)
+
+
+def _sentencepiece(rel: str, data: bytes) -> Expected | str:
+    sp = spm.SentencePieceProcessor()
+    try:
         sp.LoadFromSerializedProto(data)
-    except (OSError, RuntimeError) as e:
+    except RuntimeError as e:
         return f"{rel} is not a SentencePiece model ({_short(e)})"
     kinds, counts, spaced = [], [], []
     for i in range(sp.vocab_size()):
@@ -120,31 +139,49 @@ def expected(sub) -> Expected | str:
             lead = piece.startswith("\u2581")
             kinds.append("text"), spaced.append(lead)
             counts.append(len(piece[1:].encode("utf-8")) if lead else len(piece.encode("utf-8")))
-    return Expected(rel, np.array(counts, dtype=np.int64), np.array(spaced), tuple(kinds))
+    return Expected(rel, np.array(counts, dtype=np.int64), np.array(spaced, dtype=bool), tuple(kinds))
+
+
+def _tokenmonster(rel: str, data: bytes) -> Expected | str:
+    """A token stands for at most its own bytes: capital and delete markers decode to fewer. Only
+    a token of several bytes outside ASCII may grow when capcode capitalises its characters: it is
+    not judged (a single byte is no character to capitalise)."""
+    vocab = tokenmonster.read(data)
+    if isinstance(vocab, str):
+        return f"{rel} is {vocab}"
+    if vocab.charset == 2:
+        return f"{rel} is a UTF-16 TokenMonster vocabulary, whose bytes are not counted here"
+    tokens = [t if t is not None else b"" for t in vocab.tokens]
+    counts = [len(t) if vocab.capcode == 0 or len(t) <= 1 or t.isascii() else _UNJUDGED for t in tokens]
+    kinds = tuple("single-byte" if len(t) == 1 else "text" for t in tokens)
+    return Expected(rel, np.array(counts, dtype=np.int64), np.zeros(len(tokens), dtype=bool), kinds)
 
 
 def inflated(table: Table, exp: Expected) -> str:
-    """The entries of `table` that count more bytes than their piece stands for, as runs of ids
-    ("base_bytes[75..101]=3 for byte-fallback pieces of 1 byte"), or "" when there are none."""
+    """The entries of `table` that count more bytes than their token stands for, as runs of ids
+    ("base_bytes[75..101]=3 for byte-fallback pieces of 1 byte"), or "" when there are none. With
+    leading-space flags, a flagged token's space comes from its flag, not its entry."""
     n = min(table.values.size, exp.bytes.size)
     values = table.values[:n].astype(np.int64)
-    allowed = exp.bytes[:n].copy()
-    # a table without leading-space flags may count the space in the piece's own bytes
-    flagged = table.space[:n].astype(bool) if table.space is not None and table.space.size >= n else None
-    allowed += exp.spaced[:n] & (True if flagged is None else ~flagged)
+    flags = (table.space[:n].astype(bool) if table.space is not None and table.space.size >= n
+             else np.zeros(n, dtype=bool))
+    allowed = exp.bytes[:n] + exp.spaced[:n] - flags
     over = np.nonzero(values > allowed)[0]
     runs: list[list[int]] = []
     for i in over.tolist():
         last = runs[-1][-1] if runs else None
-        same = last is not None and i == last + 1 and (values[i], allowed[i], exp.kind[i]) == (
-            values[last], allowed[last], exp.kind[last])
-        if same:
+        if last is not None and i == last + 1 and (values[i], allowed[i], exp.kind[i]) == (
+                values[last], allowed[last], exp.kind[last]):
             runs[-1].append(i)
         else:
             runs.append([i])
     words = [f"{table.name or 'entry'}[{r[0]}{'..' + str(r[-1]) if len(r) > 1 else ''}]={values[r[0]]} "
-             f"for {exp.kind[r[0]]} piece{'s' if len(r) > 1 else ''} of {allowed[r[0]]} byte"
+             f"for {exp.kind[r[0]]} {_noun(exp)}{'s' if len(r) > 1 else ''} of {allowed[r[0]]} byte"
              f"{'' if allowed[r[0]] == 1 else 's'}" for r in runs[:4]]
     if len(runs) > 4:
         words.append(f"{over.size} entries in all")
     return "; ".join(words)
+
+
+def _noun(exp: Expected) -> str:
+    return "piece" if exp.rel.lower().endswith(".model") else "token"

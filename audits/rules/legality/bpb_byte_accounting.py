@@ -38,17 +38,17 @@ WORDS = words(
         "space handled)"),
     table_inflated=Words(
         "the run reads its bytes-per-token table from {detail} at {at}, and it counts more bytes "
-        "than the pieces of {tokenizer} stand for: {entries}",
+        "than the tokens of {tokenizer} stand for: {entries}",
         "Build the table from the tokenizer (byte-fallback pieces 1 byte, control pieces 0, other "
         "pieces their UTF-8 bytes without the leading '\u2581'), or ship one that matches it."),
     table_unchecked=Words(
         "the run reads its bytes-per-token table from {detail} at {at}, which was not checked "
         "against the tokenizer: {why}",
-        "Ship the SentencePiece model the table was built from beside it, or build the table from "
-        "the tokenizer at run time."),
+        "Ship the tokenizer the table was built from beside it (a SentencePiece .model or a "
+        "TokenMonster .vocab), or build the table from the tokenizer at run time."),
     table_matches=Words(
         "the run reads its bytes-per-token table from {detail} at {at}; it counts no more bytes "
-        "than the pieces of {tokenizer} stand for"),
+        "than the tokens of {tokenizer} stand for"),
     sidecar=Words(
         "{at} names the per-token byte sidecar (fineweb_val_bytes_*.bin): bytes per token can be "
         "counted from it, as the original text's bytes each validation token stands for (how a "
@@ -74,11 +74,22 @@ def bpb_byte_accounting(sub, options):
     A script that names the per-token byte sidecar's files (`fineweb_val_bytes_*.bin`, in code,
     not in a comment or docstring) is noted as INFO: bytes per token can come from it.
 
+    A table the run reads with `numpy.load` from a .npz/.npy shipped in the folder (an array
+    named for bytes, e.g. `base_bytes`) is read without running anything (pickles refused, sizes
+    bounded) and checked against the shipped tokenizer: a SentencePiece .model (byte-fallback
+    pieces 1 byte, control pieces 0, others their UTF-8 bytes without the leading '▁'), else a
+    TokenMonster .vocab (a token at most its own bytes). An entry counting more is a FAIL at the
+    load; a table with no tokenizer to check against, or a file that is not plain arrays, a
+    WARN; a matching one INFO. The run then scores with the file, so a table it builds from
+    pieces elsewhere is not certified.
+
     Legal: the baseline's `build_sentencepiece_luts` (is_byte -> 1, strip '▁', count it when the
     previous token is not a boundary); a per-token byte sidecar.
 
     Known limits: tables built without a loop over token ids, and custom tokenizers, are not
-    judged; that a sidecar's counts reach the denominator, and that they sum to the original
+    judged; a shipped table is matched to the run by its array's name, not by tracing the path
+    the run opens; a TokenMonster token of several non-ASCII bytes is not judged (capitals may
+    lengthen it); that a sidecar's counts reach the denominator, and that they sum to the original
     text's bytes, is not traced (`pgolf data verify` checks a sidecar against its shards).
     """
     result = legality.analyse(sub)

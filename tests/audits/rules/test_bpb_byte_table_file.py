@@ -1,5 +1,6 @@
 """BPB_BYTE_ACCOUNTING on a run that reads its bytes-per-token table from an array file shipped in
-the folder: the table is read (never run) and checked against the shipped SentencePiece model."""
+the folder: the table is read (never run) and checked against the shipped tokenizer (a
+SentencePiece model, or a TokenMonster vocabulary)."""
 
 import io
 
@@ -121,7 +122,7 @@ def test_a_shipped_table_that_matches_the_tokenizer_is_noted(tmp_path):
     found = _audit(tmp_path, {"tokenizer.model": SAMPLE_TOKENIZER.read_bytes(),
                               "tokenizer.meta.npz": _npz(base_bytes=base, has_leading_space=space)})
     assert [str(f.severity) for f in found] == ["INFO"]
-    assert found[0].line == LOAD_LINE and "counts no more bytes than the pieces" in found[0].message
+    assert found[0].line == LOAD_LINE and "counts no more bytes than the tokens" in found[0].message
 
 
 def test_a_table_without_a_tokenizer_to_check_it_against_is_a_warning(tmp_path):
@@ -129,7 +130,7 @@ def test_a_table_without_a_tokenizer_to_check_it_against_is_a_warning(tmp_path):
     base[:] = 3
     [finding] = _audit(tmp_path, {"tokenizer.meta.npz": _npz(base_bytes=base, has_leading_space=space)})
     assert str(finding.severity) == "WARN" and finding.line == LOAD_LINE
-    assert "was not checked against the tokenizer: no SentencePiece model" in finding.message
+    assert "was not checked against the tokenizer: no tokenizer" in finding.message
 
 
 def test_hostile_table_files_are_findings_not_crashes(tmp_path):
@@ -153,3 +154,41 @@ def test_a_table_the_run_never_loads_leaves_the_piece_count_certified(tmp_path):
                    script=script)
     assert [f.severity for f in found if "counted from the tokenizer's pieces" in f.message]
     assert not any("tokenizer.meta.npz" in f.message for f in found)
+
+
+def _u24(n: int) -> bytes:
+    return n.to_bytes(3, "little")
+
+
+def _tokenmonster_vocab(tokens: list[bytes], capcode=2) -> bytes:
+    """A TokenMonster .vocab in its binary layout: header, one entry per token (id = position), and
+    the 256 begin-byte flags."""
+    out = bytes([capcode, 1, 1, 0, 0, 0, 0, 0]) + _u24(0xFFFFFF) + _u24(len(tokens)) + _u24(0)
+    out += _u24(len(tokens)) + _u24(0xFFFFFF) + bytes([max(len(t) for t in tokens)])
+    for i, token in enumerate(tokens):
+        out += bytes([len(token)]) + token + bytes([0, 0]) + _u24(0xFFFFFF) * 2 + _u24(i) + bytes(4)
+    return out + bytes(256)
+
+
+# " the", "a", a lone byte, a capital marker, and a token outside ASCII that capitals may grow
+TOKENS = [b" the", b"a", b"\x80", b"C", "\u00e9t\u00e9".encode()]
+
+
+def test_a_table_counting_a_lone_byte_token_as_three_bytes_fails_against_a_tokenmonster_vocab(tmp_path):
+    table = np.array([4, 1, 3, 0, 9], dtype=np.int16)  # the last is not judged
+    found = _audit(tmp_path, {"tokenizer.vocab": _tokenmonster_vocab(TOKENS),
+                              "tokenizer.meta.npz": _npz(base_bytes=table)})
+    [finding] = by_rule(found, RULE, "FAIL")
+    assert finding.line == LOAD_LINE
+    assert finding.message.endswith("tokens of tokenizer.vocab stand for: base_bytes[2]=3 for "
+                                    "single-byte token of 1 byte")
+
+
+def test_a_table_matching_a_tokenmonster_vocab_is_noted_and_a_cut_one_is_a_warning(tmp_path):
+    table = np.array([4, 1, 1, 0, 5], dtype=np.int16)
+    found = _audit(tmp_path / "whole", {"tokenizer.vocab": _tokenmonster_vocab(TOKENS),
+                                        "tokenizer.meta.npz": _npz(base_bytes=table)})
+    assert [str(f.severity) for f in found] == ["INFO"]
+    cut = _tokenmonster_vocab(TOKENS)[:60]
+    [finding] = _audit(tmp_path / "cut", {"tokenizer.vocab": cut, "tokenizer.meta.npz": _npz(base_bytes=table)})
+    assert str(finding.severity) == "WARN" and "tokenizer.vocab is not a TokenMonster vocabulary" in finding.message
