@@ -74,21 +74,33 @@ def tables(sub) -> list[Table]:
 
 def _read(rel: str, data: bytes) -> list[Table]:
     if rel.lower().endswith(".npy"):
-        array = np.load(io.BytesIO(data), allow_pickle=False)
+        array = _array(data)
         return [Table(rel, "", array)] if _is_table(array) else []
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:  # bounded before numpy inflates a member
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
         infos = archive.infolist()
-        wanted = [i.filename for i in infos if _BYTES.search(i.filename) or _SPACE.search(i.filename)]
-        if len(infos) > MAX_ARRAYS or sum(i.file_size for i in infos if i.filename in wanted) > LIMIT:
+        wanted = [i for i in infos if _BYTES.search(i.filename) or _SPACE.search(i.filename)]
+        if len(infos) > MAX_ARRAYS or sum(i.file_size for i in wanted) > LIMIT:
             raise ValueError(f"over {MAX_ARRAYS} arrays or {LIMIT:,} bytes of tables unpacked")
-    if not any(_BYTES.search(name) for name in wanted):
-        return []
-    with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-        arrays = {name: npz[name] for name in npz.files
-                  if _BYTES.search(name) or _SPACE.search(name)}
+        arrays = {i.filename.removesuffix(".npy"): _array(archive.read(i)) for i in wanted}
     space = next((a for name, a in arrays.items() if _SPACE.search(name) and a.ndim == 1), None)
     return [Table(rel, name, a, space) for name, a in sorted(arrays.items())
             if _BYTES.search(name) and _is_table(a)]
+
+
+def _array(data: bytes) -> np.ndarray:
+    """One .npy, its header checked first: a shape declaring more bytes than the file holds
+    would make numpy allocate it before reading."""
+    head = io.BytesIO(data)
+    version = np.lib.format.read_magic(head)
+    header = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+    if version not in header:
+        raise ValueError(f"npy version {version} is not read")
+    shape, _, dtype = header[version](head)
+    if dtype.hasobject:
+        raise ValueError("it holds Python objects (a pickle)")
+    if int(np.prod(shape, dtype=np.float64)) * dtype.itemsize > len(data):
+        raise ValueError(f"its header declares shape {shape}, more than the file holds")
+    return np.load(io.BytesIO(data), allow_pickle=False)
 
 
 def _is_table(array: np.ndarray) -> bool:

@@ -136,12 +136,21 @@ def test_a_table_without_a_tokenizer_to_check_it_against_is_a_warning(tmp_path):
 def test_hostile_table_files_are_findings_not_crashes(tmp_path):
     pickled = io.BytesIO()
     np.save(pickled, np.array([{"x": 1}], dtype=object), allow_pickle=True)  # refused, never unpickled
-    for name, data in (("tokenizer.meta.npz", b"PK\x03\x04 not a zip"),
-                       ("token_bytes.npy", pickled.getvalue())):
-        found = _audit(tmp_path / name, {"tokenizer.model": SAMPLE_TOKENIZER.read_bytes(), name: data})
+    lying = io.BytesIO()  # a header declaring a terabyte over 6 bytes of data
+    np.lib.format.write_array_header_1_0(lying, {"descr": "<i2", "fortran_order": False,
+                                                 "shape": (10**12,)})
+    cases = (("tokenizer.meta.npz", b"PK\x03\x04 not a zip", "not a zip"),
+             ("token_bytes.npy", pickled.getvalue(), "Python objects"),
+             ("tokenizer.meta.npz", _npz(base_bytes=np.zeros(4, dtype=np.int16)), None),
+             ("token_bytes.npy", lying.getvalue() + bytes(6), "more than the file holds"))
+    for n, (name, data, why) in enumerate(cases):
+        found = _audit(tmp_path / str(n), {"tokenizer.model": SAMPLE_TOKENIZER.read_bytes(), name: data})
+        if why is None:  # the control: a plain table at the same path is read and checked
+            assert by_rule(found, RULE, "INFO") and not by_rule(found, RULE, "WARN")
+            continue
         [finding] = by_rule(found, RULE, "WARN")
         assert f"from {name} at line {LOAD_LINE}" in finding.message
-        assert "cannot be read as plain arrays" in finding.message
+        assert "cannot be read as plain arrays" in finding.message and why in finding.message
 
 
 def test_a_table_the_run_never_loads_leaves_the_piece_count_certified(tmp_path):
