@@ -100,6 +100,9 @@ SERIALIZE_METHODS = {"register_buffer": 1}
 DECOMPRESS_CALLS = {"lzma.decompress", "zlib.decompress", "bz2.decompress", "gzip.decompress",
                     "brotli.decompress", "zstandard.decompress", "zstd.decompress"}
 
+# Reading arrays from a file: a shipped table (bytes per token) the run may score with.
+ARRAY_LOAD_CALLS = {"numpy.load"}
+
 NETWORK_CALLS = {
     "urllib.request.urlopen", "urllib.request.urlretrieve", "urllib.request.Request",
     "urllib.urlopen", "requests.get", "requests.post", "requests.put", "requests.request",

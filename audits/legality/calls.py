@@ -140,6 +140,9 @@ def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
         for arg in args:
             _sink(w, node, name, arg.taint)
         return union
+    if name in apis.ARRAY_LOAD_CALLS:
+        w.emit(Event("array_file", site, detail=name))
+        return union
     if name in apis.NETWORK_CALLS:
         w.emit(Event("net", site, detail=name))
         return union

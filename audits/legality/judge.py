@@ -94,6 +94,8 @@ def _event(e: Event, resolved: set[int]) -> list[Verdict]:
         return [Verdict("BPB_BYTE_ACCOUNTING", "fixed_ratio", WARN, e.site)]
     if kind == "pieces":
         return _pieces(e)
+    if kind == "array_file":  # the rule weighs it against the folder's shipped array files
+        return [Verdict("BPB_BYTE_ACCOUNTING", "array_file", INFO, e.site, detail=e.detail)]
     if kind == "tilt" and _val(e.taint):
         return _tilt(e)
     if kind == "smoothing" and _val(e.taint):

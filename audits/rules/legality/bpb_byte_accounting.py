@@ -7,6 +7,7 @@ import re
 import libcst as cst
 
 from audits import legality
+from audits.legality import bytetable
 from audits.findings import Severity
 from audits.registry import ILLEGAL, WARN, Rule, Words, check, found, issue, pr, rules, words
 from audits.rules.legality.evidence import findings
@@ -35,6 +36,19 @@ WORDS = words(
     pieces=Words(
         "bytes per token at {at} are counted from the tokenizer's pieces (byte fallback and leading "
         "space handled)"),
+    table_inflated=Words(
+        "the run reads its bytes-per-token table from {detail} at {at}, and it counts more bytes "
+        "than the tokens of {tokenizer} stand for: {entries}",
+        "Build the table from the tokenizer (byte-fallback pieces 1 byte, control pieces 0, other "
+        "pieces their UTF-8 bytes without the leading '\u2581'), or ship one that matches it."),
+    table_unchecked=Words(
+        "the run reads its bytes-per-token table from {detail} at {at}, which was not checked "
+        "against the tokenizer: {why}",
+        "Ship the tokenizer the table was built from beside it (a SentencePiece .model or a "
+        "TokenMonster .vocab), or build the table from the tokenizer at run time."),
+    table_matches=Words(
+        "the run reads its bytes-per-token table from {detail} at {at}; it counts no more bytes "
+        "than the tokens of {tokenizer} stand for"),
     sidecar=Words(
         "{at} names the per-token byte sidecar (fineweb_val_bytes_*.bin): bytes per token can be "
         "counted from it, as the original text's bytes each validation token stands for (how a "
@@ -60,15 +74,79 @@ def bpb_byte_accounting(sub, options):
     A script that names the per-token byte sidecar's files (`fineweb_val_bytes_*.bin`, in code,
     not in a comment or docstring) is noted as INFO: bytes per token can come from it.
 
+    A table the run reads with `numpy.load` from a .npz/.npy shipped in the folder (an array
+    named for bytes, e.g. `base_bytes`) is read without running anything (pickles refused, sizes
+    bounded) and checked against the shipped tokenizer: a SentencePiece .model (byte-fallback
+    pieces 1 byte, control pieces 0, others their UTF-8 bytes without the leading '▁'), else a
+    TokenMonster .vocab (a token at most its own bytes). An entry counting more is a FAIL at the
+    load; a table with no tokenizer to check against, or a file that is not plain arrays, a
+    WARN; a matching one INFO. The run then scores with the file, so a table it builds from
+    pieces elsewhere is not certified.
+
     Legal: the baseline's `build_sentencepiece_luts` (is_byte -> 1, strip '▁', count it when the
     previous token is not a boundary); a per-token byte sidecar.
 
     Known limits: tables built without a loop over token ids, and custom tokenizers, are not
-    judged; that a sidecar's counts reach the denominator, and that they sum to the original
+    judged; a shipped table is matched to the run by its array's name, not by tracing the path
+    the run opens; a TokenMonster token of several non-ASCII bytes is not judged (capitals may
+    lengthen it); that a sidecar's counts reach the denominator, and that they sum to the original
     text's bytes, is not traced (`pgolf data verify` checks a sidecar against its shards).
     """
-    yield from findings(sub, "BPB_BYTE_ACCOUNTING")
+    result = legality.analyse(sub)
+    loads = [v for v in result.of("BPB_BYTE_ACCOUNTING")
+             if v.kind == "array_file" and not v.unreachable and not v.side_script]
+    shipped = bytetable.tables(sub) if loads else []
+    # the run scores with the shipped table: a table built from pieces elsewhere certifies nothing
+    yield from findings(sub, "BPB_BYTE_ACCOUNTING",
+                        skip=frozenset({"array_file", "pieces"} if shipped else {"array_file"}))
+    if shipped:
+        yield from _table_findings(sub, loads, shipped)
     yield from _sidecar_findings(sub)
+
+
+def _table_findings(sub, loads, shipped):
+    """One finding per shipped byte table, at the array load that names it (else the first)."""
+    exp = None
+    for table in shipped:
+        site = _load_for(loads, table)
+        at = site.position()
+        line = at.start.line if at else None
+        script = site.inner_fn.script
+        if table.values is None:
+            kind, severity, fields = "table_unchecked", Severity.WARN, {"why": table.error}
+        else:
+            exp = bytetable.expected(sub) if exp is None else exp
+            if isinstance(exp, str):
+                kind, severity, fields = "table_unchecked", Severity.WARN, {"why": exp}
+            else:
+                entries = bytetable.inflated(table, exp)
+                kind = "table_inflated" if entries else "table_matches"
+                severity = Severity.FAIL if entries else Severity.INFO
+                fields = {"tokenizer": exp.rel, "entries": entries}
+        words = WORDS[kind]
+        shipped_script = sub.scripts.get(script.rel)
+        yield found("BPB_BYTE_ACCOUNTING",
+                    words.message.format(at=f"line {line}", detail=table.label, **fields),
+                    severity=severity, file=script.rel, line=line, column=at and at.start.column,
+                    evidence=f"{line}: {script.excerpt(line, line)}" if line else None,
+                    hint=words.hint,
+                    via=shipped_script.via(line) if shipped_script is not None and line else None,
+                    confidence="high")
+
+
+def _load_for(loads, table):
+    """The array load whose function names the table's array (or its file), else the first."""
+    for v in loads:
+        fn = v.site.inner_fn
+        code = fn.script.module.code_for_node(fn.node) if fn.node is not None else ""
+        if (table.name and table.name in code) or table.rel.rsplit("/", 1)[-1] in code:
+            return v.site
+    return min(loads, key=lambda v: (v.site.inner_fn.script.rel, _line(v.site))).site
+
+
+def _line(site) -> int:
+    at = site.position()
+    return at.start.line if at else 0
 
 
 def _strings(node):

@@ -14,8 +14,9 @@ from audits.submission import runsettings
 _WRAPPER = re.compile(r"exec\s*\(.*(decompress|b85decode|b64decode)", re.S)
 
 
-def findings(sub, rule: str):
-    """The findings of `rule`, placed in the (unwrapped) source and explained."""
+def findings(sub, rule: str, skip: frozenset[str] = frozenset()):
+    """The findings of `rule`, placed in the (unwrapped) source and explained; `skip`: readings
+    (verdict kinds) the rule weighs itself."""
     result = legality.analyse(sub)
     for rel, why in result.unparsed.items():
         yield found(rule, f"{rel} was not checked: {why}", severity=Severity.INFO,
@@ -27,7 +28,7 @@ def findings(sub, rule: str):
                         "it was not checked", severity=Severity.INFO, file=rel, unchecked=True)
     on = runsettings.turned_on(sub)
     causes: dict[tuple, list] = {}
-    for verdict in sorted(result.of(rule), key=_order):
+    for verdict in sorted((v for v in result.of(rule) if v.kind not in skip), key=_order):
         verdict, turned_on = _as_run(verdict, on)
         causes.setdefault(_cause(verdict), []).append((verdict, turned_on))
     for same in causes.values():
