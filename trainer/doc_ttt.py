@@ -57,10 +57,11 @@ def documents(tokens: Tensor) -> list[Doc]:
 
 
 def phase_groups(docs: list[Doc], phases: int, phase_docs: int) -> list[list[Doc]]:
-    """The first `phase_docs` documents in `phases` near-equal groups, then the rest as one."""
-    head = min(phase_docs, len(docs)) if phases else 0
-    cuts = [head * k // phases for k in range(phases + 1)] if phases else [0]
-    return [docs[a:b] for a, b in zip(cuts, cuts[1:])] + [docs[head:]]
+    """The first `phase_docs` documents in `phases` near-equal groups, then the rest as one.
+    A document's group follows from its index alone: were the cuts scaled to the number of
+    documents, a BOS late in the stream would move documents before it to another group."""
+    cuts = [min(phase_docs * k // phases, len(docs)) for k in range(phases + 1)] if phases else [0]
+    return [docs[a:b] for a, b in zip(cuts, cuts[1:])] + [docs[cuts[-1]:]]
 
 
 def doc_batches(group: list[Doc], batch_docs: int) -> list[list[Doc]]:
@@ -73,8 +74,11 @@ def adapt_batch(model: nn.Module, adapters: DocAdapters, tokens: Tensor, docs: l
                 tally: Tally, target_bytes: TargetBytes, *, seq_len: int, chunk: int, lr: float,
                 trace: Trace | None = None) -> None:
     """Score every position of `docs` once, chunk by chunk, each chunk before the Adam step of
-    its document's adapters that uses it. `adapters` has one set per document, reset here."""
+    its document's adapters that uses it. `adapters` has a set for each of `docs`, reset here,
+    and for as many empty documents after them: every batch has the same shape, so a document's
+    losses never depend on how many others share its batch."""
     device = tokens.device
+    docs = docs + [(0, 0)] * (adapters.docs - len(docs))
     adapters.reset()
     opt = torch.optim.AdamW(adapters.parameters(), lr=lr, betas=ADAM_BETAS, eps=ADAM_EPS,
                             weight_decay=ADAM_WEIGHT_DECAY)
@@ -157,15 +161,13 @@ def eval_doc_ttt(model: nn.Module, tokens: Tensor, target_bytes: TargetBytes, *,
     log(f"ttt_lora:start docs={sum(map(len, groups))} groups={len(groups)} rank={lora_rank} lr={lr} "
         f"chunk={chunk} batch_docs={batch_docs} phases={phases} phase_docs={phase_docs}")
     t0 = time.perf_counter()
-    adapters = None
+    adapters = DocAdapters(model, batch_docs, lora_rank, tokens.device)
     for gi, group in enumerate(groups):
         model.eval()
         for p in model.parameters():  # the base stays fixed inside a group
             p.requires_grad_(False)
         batches = doc_batches(group, batch_docs)
         for batch in batches[me::size]:  # round robin: every rank gets long and short ones
-            if adapters is None or adapters.docs != len(batch):
-                adapters = DocAdapters(model, len(batch), lora_rank, tokens.device)
             adapt_batch(model, adapters, tokens, batch, tally, target_bytes, seq_len=seq_len,
                         chunk=chunk, lr=lr, trace=trace)
         log(f"ttt_lora:group {gi + 1}/{len(groups)} docs={len(group)} batches={len(batches)} "
