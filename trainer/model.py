@@ -140,8 +140,9 @@ class MLP(nn.Module):
         self.fused = False  # set for the whole model by GPT.set_mlp_kernel
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.fused and torch.is_grad_enabled():
-            # Training and TTT; scoring keeps the PyTorch ops, as for XSA below.
+        if self.fused and torch.is_grad_enabled() and self.fc.weight.requires_grad:
+            # Training and TTT; scoring keeps the PyTorch ops, as for XSA below, and so does
+            # LoRA TTT, whose frozen weights need no gradient (the fused backward computes them).
             return fused_mlp(x, self.fc.weight.to(x.dtype), self.proj.weight.to(x.dtype))
         # Squared LeakyReLU keeps a gradient for negative inputs, which relu^2 zeroes (PR #493).
         return self.proj(F.leaky_relu(self.fc(x), self.negative_slope).square())
