@@ -124,3 +124,54 @@ def test_sgd_phases_train_on_scored_groups_and_change_only_later_scores():
     assert [r.ok for r in probe.check_once("lora", traces[2])] == [True]
     assert lines[0].startswith("ttt_lora:start docs=9 groups=3 ")
     assert "ttt_lora:sgd 1/2 positions=0..79" in lines[2]
+
+
+
+def _split_runs(tokens):
+    """Adapters alone; then SGD phases alone (adapters at a zero rate, so the score reads the
+    phases' base weights: Adam's first step is the sign of each gradient entry, which would
+    turn the last-bit differences of summed gradients into visible ones)."""
+    results = []
+    for lr, phases in ((1e-2, 0), (0.0, 2)):
+        model = _model()
+        score = doc_ttt.eval_doc_ttt(model, tokens, _ones, seq_len=32, chunk=8, batch_docs=2,
+                                     lora_rank=4, lr=lr, phases=phases, phase_docs=4, sgd=SGD,
+                                     log=lambda line: None)
+        results.append((score, model.tok_emb.weight.sum().item()))
+    return results
+
+
+def _two_rank_worker(rank, path, queue):
+    import traceback
+
+    import torch.distributed as dist
+    try:
+        dist.init_process_group("gloo", init_method=f"file://{path}", rank=rank, world_size=2)
+        torch.set_num_threads(1)
+        queue.put((rank, _split_runs(_tokens())))
+        dist.destroy_process_group()
+    except BaseException:
+        queue.put((rank, traceback.format_exc()))
+        raise
+
+
+@pytest.mark.slow
+def test_two_ranks_agree_with_one(tmp_path):
+    """Batches dealt to two gloo processes: the adapters score exactly as in one process; the
+    SGD phases, their gradients summed over the two, adapt the base as one process does."""
+    import torch.multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_two_rank_worker, args=(r, tmp_path / "rdzv", queue)) for r in (0, 1)]
+    for p in procs:
+        p.start()
+    results = sorted(queue.get(timeout=600) for _ in procs)  # before join: a full pipe blocks exit
+    for p in procs:
+        p.join(timeout=60)
+    assert [p.exitcode for p in procs] == [0, 0], results
+    (adapters, _), (phased, emb_sum) = _split_runs(_tokens())
+    for _, ((r_adapters, _), (r_phased, r_emb_sum)) in results:
+        assert r_adapters == adapters
+        assert r_phased == pytest.approx(phased, rel=1e-4)  # the phases move it by 9e-3
+        assert r_emb_sum == pytest.approx(emb_sum, rel=1e-5)
+    assert results[0][1] == results[1][1]  # every rank reports the same all-reduced figures
