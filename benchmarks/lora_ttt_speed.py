@@ -10,7 +10,9 @@ documents are one rank's share of the 8-GPU evaluation; TTT_PHASE_DOCS is scaled
 share, so the SGD phases train on as many positions per rank as the real run's. It prints the
 phase's seconds, positions scored per second and the peak GPU memory; the time the 8-GPU
 evaluation would take is that of the 6,250-document share (ranks work in parallel; the SGD
-phases all-reduce, which this single-GPU run leaves out).
+phases all-reduce, which this single-GPU run leaves out). It runs the pass twice (the first
+compiles the attention kernels of each window width) and prints the work both did: rows x window
+width summed over the adapter steps, from which any other stream's time follows.
 """
 
 from __future__ import annotations
@@ -58,19 +60,35 @@ def main() -> None:
           f"phase_docs:{phase_docs} eval_seq_len:{cfg.eval_seq_len}", flush=True)
     sgd = dict(chunk_tokens=cfg.ttt_chunk_tokens, epochs=cfg.ttt_epochs, lr=cfg.ttt_lr,
                momentum=cfg.ttt_momentum, grad_clip=cfg.ttt_grad_clip, batch_seqs=cfg.ttt_batch_seqs)
-    torch.cuda.reset_peak_memory_stats()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    loss, bpb = eval_doc_ttt(model, tokens, lambda prev, tgt: torch.ones_like(tgt),
-                             seq_len=cfg.eval_seq_len, chunk=cfg.ttt_lora_chunk_tokens,
-                             batch_docs=cfg.ttt_lora_batch_docs, lora_rank=cfg.ttt_lora_rank,
-                             lr=cfg.ttt_lora_lr, phases=cfg.ttt_phases, phase_docs=phase_docs,
-                             sgd=sgd, log=lambda line: print(line, flush=True))
-    torch.cuda.synchronize()
-    seconds = time.perf_counter() - t0
-    print(f"lora_ttt seconds:{seconds:.1f} positions_per_s:{(tokens.numel() - 1) / seconds:,.0f} "
-          f"peak_gib:{torch.cuda.max_memory_allocated() / 2**30:.1f} loss:{loss:.4f}")
-    print(f"eight_gpu_estimate_s:{seconds * (FINEWEB_DOCS // RANKS) / args.docs:.0f}")
+    work = window_tokens(tokens.cpu(), cfg, phase_docs)
+    print(f"window_tokens:{work:,} (rows x width summed over the adapter steps, padding included)")
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    for run in ("first", "again"):  # the second pass has every kernel compiled
+        model.load_state_dict(state)
+        torch.cuda.reset_peak_memory_stats()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        loss, _ = eval_doc_ttt(model, tokens, lambda prev, tgt: torch.ones_like(tgt),
+                               seq_len=cfg.eval_seq_len, chunk=cfg.ttt_lora_chunk_tokens,
+                               batch_docs=cfg.ttt_lora_batch_docs, lora_rank=cfg.ttt_lora_rank,
+                               lr=cfg.ttt_lora_lr, phases=cfg.ttt_phases, phase_docs=phase_docs,
+                               sgd=sgd, log=lambda line: print(line, flush=True))
+        torch.cuda.synchronize()
+        seconds = time.perf_counter() - t0
+        print(f"lora_ttt {run} seconds:{seconds:.1f} window_tokens_per_s:{work / seconds:,.0f} "
+              f"peak_gib:{torch.cuda.max_memory_allocated() / 2**30:.1f} loss:{loss:.4f}", flush=True)
+
+
+def window_tokens(tokens, cfg, phase_docs: int) -> int:
+    """What the adapter pass computes: for every batch, every chunk step's rows x window width."""
+    from trainer.doc_ttt import doc_batches, documents, phase_groups
+    chunk, total = cfg.ttt_lora_chunk_tokens, 0
+    for group in phase_groups(documents(tokens), cfg.ttt_phases, phase_docs):
+        for batch in doc_batches(group, cfg.ttt_lora_batch_docs):
+            longest = max(hi - lo for lo, hi in batch)
+            total += sum(cfg.ttt_lora_batch_docs * min(cfg.eval_seq_len, c + chunk)
+                         for c in range(0, longest, chunk))
+    return total
 
 
 if __name__ == "__main__":
