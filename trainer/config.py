@@ -30,8 +30,8 @@ def knob(default: Any, doc: str, choices: tuple[str, ...] = ()) -> Any:
 class Config:
     # ---- run and data ----------------------------------------------------------------------
     preset: str = knob("record", "Overrides applied before the environment: record (the 2026-04-09 "
-                       "stack), frontier (record + the 2026-04-27 record's gates, LQER, "
-                       "quantization groups and per-document LoRA TTT), baseline (the challenge's naive baseline shape), "
+                       "stack), frontier (record + the 2026-04-27 record's gates, LQER and "
+                       "quantization groups), baseline (the challenge's naive baseline shape), "
                        "tiny (CPU tests, demo).", ("record", "frontier", "baseline", "tiny"))
     data_dir: str = knob("./data/", "Root of the challenge's data layout; DATA_PATH and TOKENIZER_PATH "
                          "default to datasets/fineweb10B_sp{VOCAB_SIZE}/ and "
@@ -210,11 +210,6 @@ PRESETS: dict[str, dict[str, Any]] = {
         "gptq_calibration_batches": 16,
         "doc_mask": True,                           # its varlen attention within documents
         "gptq_reserve_seconds": 8.0,                # PR #1868's re-run: Hessians end inside 600 s
-        # Its test-time training, as PR #1953 ran it: per-document LoRA without Q/V adapters,
-        # three SGD phases on the scored prefix, 2560-token windows. Like the records, no
-        # sliding-window phase: its minutes go to TTT, whose score is the one that counts.
-        "ttt_mode": "lora", "eval_seq_len": 2560, "ttt_lr": 0.001, "ttt_epochs": 1,
-        "sliding_window_enabled": False,
     },
     # The challenge's naive baseline (root train_gpt.py; records/.../2026-03-17_NaiveBaseline).
     "baseline": {

@@ -108,9 +108,9 @@ def test_a_folder_shipping_this_pgolf_bundle_is_really_probed(tmp_path, record):
 
 
 @pytest.mark.slow
-def test_the_frontier_bundle_is_probed_with_its_gates_lqer_and_lora_ttt(tmp_path):
+def test_the_frontier_bundle_is_probed_with_its_gates_and_lqer(tmp_path):
     """The frontier preset's train_gpt.py, compact form: probed with SmearGate, the attention
-    gate, LQER and per-document LoRA TTT on, and it passes."""
+    gate and LQER on, and the TTT mode it pins, and it passes."""
     from trainer.bundle import build_bundle
     from trainer.codesize import compact_form
     from trainer.config import record_settings
@@ -125,4 +125,4 @@ def test_the_frontier_bundle_is_probed_with_its_gates_lqer_and_lora_ttt(tmp_path
     assert probe_check.known_hashes(source)[
         hashlib.sha256(compact_form(source).encode()).hexdigest()][1] == (
         ("LQER_ENABLED", "1"), ("SMEAR_GATE_ENABLED", "1"), ("SPARSE_ATTN_GATE_ENABLED", "1"),
-        ("TTT_MODE", "lora"))
+        ("TTT_MODE", "sgd"))
