@@ -2,17 +2,17 @@
 
     python -m benchmarks.lora_ttt_speed [--docs 6250] [--set NAME=VALUE ...]
 
-The record model at the frontier preset with TTT_MODE=lora (loops on, its initial weights: the
-cost does not depend on what the weights are) runs `trainer.doc_ttt.eval_doc_ttt` over a
-synthetic stream of --docs documents whose lengths follow a log-normal of mean 957 tokens
-(FineWeb's validation set: 47.85 M tokens in 50,000 documents; sigma 1.0, a long tail). 6,250
-documents are one rank's share of the 8-GPU evaluation; TTT_PHASE_DOCS is scaled by the same
-share, so the SGD phases train on as many positions per rank as the real run's. It prints the
-phase's seconds, positions scored per second and the peak GPU memory; the time the 8-GPU
-evaluation would take is that of the 6,250-document share (ranks work in parallel; the SGD
-phases all-reduce, which this single-GPU run leaves out). It runs the pass twice (the first
-compiles the attention kernels of each window width) and prints the work both did: rows x window
-width summed over the adapter steps, from which any other stream's time follows.
+The record model at the frontier preset with PR #1953's LoRA TTT settings (loops on, its
+initial weights: the cost does not depend on what the weights are) runs
+`trainer.doc_ttt.eval_doc_ttt` over a synthetic stream of --docs documents whose lengths follow a
+log-normal of mean 957 tokens (FineWeb's validation set: 47.85 M tokens in 50,000 documents;
+sigma 1.0, a long tail). 6,250 documents are one rank's share of the 8-GPU evaluation;
+TTT_PHASE_DOCS is scaled by the same share, so the SGD phases train on as many positions per
+rank as the real run's. It prints the work of the adapter pass (rows x window width summed over
+its steps, padding included), then runs the pass twice (the first compiles the attention kernels
+of each window width), each time with its seconds, window tokens per second and peak GPU memory.
+The 8-GPU evaluation takes about as long as its 6,250-document share (ranks work in parallel;
+the SGD phases' all-reduces are left out here); any other stream's time follows from its work.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ import math
 import time
 
 FINEWEB_DOCS, FINEWEB_TOKENS, RANKS = 50_000, 47_851_520, 8
+# The evaluation settings PR #1953 ran its LoRA TTT with (the SGD phases' rate and passes).
+LORA_1953 = {"TTT_MODE": "lora", "EVAL_SEQ_LEN": "2560", "TTT_LR": "0.001", "TTT_EPOCHS": "1"}
 
 
 def synthetic_stream(docs: int, seed: int = 0):
@@ -47,7 +49,7 @@ def main() -> None:
     from trainer.doc_ttt import eval_doc_ttt
     from trainer.model import build_model
 
-    overrides = {"PRESET": "frontier", "TTT_MODE": "lora", **dict(s.split("=", 1) for s in args.set)}
+    overrides = {"PRESET": "frontier", **LORA_1953, **dict(s.split("=", 1) for s in args.set)}
     cfg = load_config(env={}, overrides=overrides)
     device = torch.device("cuda")
     model, attention = build_model(cfg, device)
