@@ -28,6 +28,7 @@ LORA_1953 = {"TTT_MODE": "lora", "EVAL_SEQ_LEN": "2560", "TTT_LR": "0.001", "TTT
 
 def synthetic_stream(docs: int, seed: int = 0):
     import torch
+
     from trainer.shards import BOS_ID
     gen = torch.Generator().manual_seed(seed)
     mean, sigma = FINEWEB_TOKENS / FINEWEB_DOCS, 1.0

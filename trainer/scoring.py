@@ -23,8 +23,8 @@ import torch
 from torch import Tensor, nn
 
 from trainer.compress import read_artifact
-from trainer.doc_ttt import eval_doc_ttt
 from trainer.distributed import REFERENCE_WORLD_SIZE, rank_and_world, synchronize
+from trainer.doc_ttt import eval_doc_ttt
 from trainer.lqer import fold_corrections
 from trainer.quant import dequantize_state_dict
 from trainer.sliding import TargetBytes, Trace, check_length, eval_stream
