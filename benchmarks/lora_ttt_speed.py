@@ -71,7 +71,7 @@ def main() -> None:
         torch.cuda.reset_peak_memory_stats()
         torch.cuda.synchronize()
         t0 = time.perf_counter()
-        loss, _ = eval_doc_ttt(model, tokens, lambda prev, tgt: torch.ones_like(tgt),
+        loss, _ = eval_doc_ttt(model, tokens, lambda prev, tgt, pos: torch.ones_like(tgt),
                                seq_len=cfg.eval_seq_len, chunk=cfg.ttt_lora_chunk_tokens,
                                batch_docs=cfg.ttt_lora_batch_docs, lora_rank=cfg.ttt_lora_rank,
                                lr=cfg.ttt_lora_lr, phases=cfg.ttt_phases, phase_docs=phase_docs,

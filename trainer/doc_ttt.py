@@ -91,9 +91,10 @@ def adapt_batch(model: nn.Module, adapters: DocAdapters, tokens: Tensor, docs: l
         width = min(seq_len, c + chunk)
         pos = starts[:, None] + (c + chunk - width) + torch.arange(width, device=device)
         inside = pos < ends[:, None]
+        target_pos = (pos[:, -chunk:] + 1).clamp(max=tokens.numel() - 1)
         x = torch.where(inside, tokens[pos.clamp(max=tokens.numel() - 2)], 0)
-        y = torch.where(inside, tokens[(pos + 1).clamp(max=tokens.numel() - 1)], 0)
-        x_c, y_c, scored = x[:, -chunk:], y[:, -chunk:], inside[:, -chunk:]
+        scored = inside[:, -chunk:]
+        x_c, y_c = x[:, -chunk:], torch.where(scored, tokens[target_pos], 0)
         with autocast(device):
             logits = model.forward_logits(x, adapters, last=chunk)
         nll = F.cross_entropy(logits.flatten(0, 1).float(), y_c.flatten(), reduction="none")
@@ -101,7 +102,7 @@ def adapt_batch(model: nn.Module, adapters: DocAdapters, tokens: Tensor, docs: l
         # 1. Score the chunk: these losses come from adapters trained on earlier chunks only.
         tally.loss += torch.where(scored, nll.detach().double(), 0.0).sum()
         tally.tokens += scored.sum()
-        tally.bytes += torch.where(scored, target_bytes(x_c, y_c), 0).sum()
+        tally.bytes += torch.where(scored, target_bytes(x_c, y_c, target_pos), 0).sum()
         if EXTRAS and trace is not None:
             _record_chunk(trace, logits, nll.detach(), pos[:, -chunk:], scored, pos[:, 0], ends)
         # 2. Then train each document's adapters on the chunk just scored, unless it was the

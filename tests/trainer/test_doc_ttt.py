@@ -33,7 +33,7 @@ def _tokens(n=N, doc_every=40, seed=1):
     return tokens
 
 
-def _ones(prev, tgt):
+def _ones(prev, tgt, target_pos):
     return torch.ones_like(tgt)
 
 
@@ -74,6 +74,19 @@ def test_batched_documents_score_exactly_as_one_at_a_time():
     alone = _adapt(model, tokens, [[d] for d in docs])
     assert (together.times_scored == 1).all()
     assert torch.equal(together.nll, alone.nll)
+
+
+def test_bytes_are_read_by_the_targets_stream_position():
+    """With a byte sidecar the bytes of a target come from its position in the stream: each
+    target's position is passed once, so counting positions as bytes sums 1..N-1."""
+    model, tokens = _model(), _tokens()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    tally = sliding.Tally.zeros(tokens.device)
+    for batch in doc_ttt.doc_batches(doc_ttt.documents(tokens), 4):
+        doc_ttt.adapt_batch(model, DocAdapters(model, 4, 4, tokens.device), tokens, batch, tally,
+                            lambda prev, tgt, pos: pos, seq_len=32, chunk=8, lr=1e-2)
+    assert tally.bytes.item() == sum(range(1, N)) and tally.tokens.item() == N - 1
 
 
 def test_each_chunk_is_scored_before_the_step_that_uses_it():

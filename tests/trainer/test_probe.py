@@ -180,7 +180,7 @@ def _trainer_evaluation(cfg, tokens, traces):
         path = Path(tmp) / "m.pga"
         compress.write_atomic(path, compress.compress_artifact(compress.pack_tensors(
             {k: v.clone() for k, v in model.state_dict().items()}), "lzma"))
-        probe.artifact_evaluation(cfg, model, path, lambda p, t: torch.ones_like(t))(tokens, traces)
+        probe.artifact_evaluation(cfg, model, path, lambda p, t, pos: torch.ones_like(t))(tokens, traces)
 
 
 @pytest.mark.slow
