@@ -174,6 +174,21 @@ class Config:
     ttt_chunk_tokens: int = knob(32768, "Validation tokens per test-time training chunk.")
     ttt_grad_clip: float = knob(1.0, "Gradient-norm clip of test-time training.")
     ttt_batch_seqs: int = knob(32, "Sequences per test-time training batch over all ranks.")
+    ttt_mode: str = knob("sgd", "sgd: the whole model trains on each scored chunk of the stream; "
+                         "lora: each document gets its own LoRA adapters, trained on its chunks "
+                         "as they are scored, and the whole model takes TTT_PHASES SGD passes on "
+                         "the scored prefix (PRs #1855, #1953; trainer/doc_ttt.py).",
+                         ("sgd", "lora"))
+    ttt_lora_rank: int = knob(80, "Rank of the per-document LoRA adapters (TTT_MODE=lora).")
+    ttt_lora_lr: float = knob(7.5e-5, "Adam learning rate of the per-document adapters.")
+    ttt_lora_chunk_tokens: int = knob(48, "Positions of a document scored, then trained on, per "
+                                      "adapter step.")
+    ttt_lora_batch_docs: int = knob(64, "Documents adapted side by side, each with its own "
+                                    "adapters, per rank.")
+    ttt_phases: int = knob(3, "SGD passes of the whole model on the scored prefix (TTT_MODE=lora), "
+                           "each after a further share of TTT_PHASE_DOCS documents is scored; 0 = "
+                           "adapters only.")
+    ttt_phase_docs: int = knob(2500, "Documents at the start of the stream the SGD passes train on.")
 
     def __post_init__(self) -> None:
         if EXTRAS:  # `pgolf train` validated the settings before launching
@@ -379,6 +394,13 @@ def _validate(cfg: Config) -> None:
          "LQER_RANK and LQER_GROUP must be positive, LQER_TOP_K 0 or more"),
         (cfg.loader_prefetch >= 0 and cfg.warmup_steps >= 0, "LOADER_PREFETCH and WARMUP_STEPS "
          "must be 0 or more"),
+        (min(cfg.ttt_lora_rank, cfg.ttt_lora_chunk_tokens, cfg.ttt_lora_batch_docs) > 0,
+         "TTT_LORA_RANK, TTT_LORA_CHUNK_TOKENS and TTT_LORA_BATCH_DOCS must be positive"),
+        (cfg.ttt_mode != "lora" or cfg.ttt_lora_chunk_tokens <= cfg.eval_seq_len,
+         f"TTT_LORA_CHUNK_TOKENS={cfg.ttt_lora_chunk_tokens} must fit in EVAL_SEQ_LEN="
+         f"{cfg.eval_seq_len}"),
+        (cfg.ttt_phases >= 0 and cfg.ttt_phase_docs >= 0, "TTT_PHASES and TTT_PHASE_DOCS must "
+         "be 0 or more"),
     ]
     for ok, message in rules:
         if not ok:

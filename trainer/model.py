@@ -106,10 +106,11 @@ class CausalSelfAttention(nn.Module):
         self.backend = "sdpa"  # set for the whole model by GPT.set_attention_backend
 
     def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor],
-                segments: torch.Tensor | None) -> torch.Tensor:
+                segments: torch.Tensor | None, k_lora: nn.Module | None = None) -> torch.Tensor:
         B, T, _ = x.shape
         q = self.c_q(x).view(B, T, self.num_heads, self.head_dim)
-        k = self.c_k(x).view(B, T, self.num_kv_heads, self.head_dim)
+        k = self.c_k(x) if k_lora is None else self.c_k(x) + k_lora(x)
+        k = k.view(B, T, self.num_kv_heads, self.head_dim)
         v = self.c_v(x).view(B, T, self.num_kv_heads, self.head_dim)
         q, k = F.rms_norm(q, (self.head_dim,)), F.rms_norm(k, (self.head_dim,))
         q, k = apply_rope(q, *rope), apply_rope(k, *rope)
@@ -139,8 +140,9 @@ class MLP(nn.Module):
         self.fused = False  # set for the whole model by GPT.set_mlp_kernel
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.fused and torch.is_grad_enabled():
-            # Training and TTT; scoring keeps the PyTorch ops, as for XSA below.
+        if self.fused and torch.is_grad_enabled() and self.fc.weight.requires_grad:
+            # Training and TTT; scoring keeps the PyTorch ops, as for XSA below, and so does
+            # LoRA TTT, whose frozen weights need no gradient (the fused backward computes them).
             return fused_mlp(x, self.fc.weight.to(x.dtype), self.proj.weight.to(x.dtype))
         # Squared LeakyReLU keeps a gradient for negative inputs, which relu^2 zeroes (PR #493).
         return self.proj(F.leaky_relu(self.fc(x), self.negative_slope).square())
@@ -161,15 +163,24 @@ class Block(nn.Module):
         self.parallel = 0 <= cfg.parallel_residual_start <= layer
 
     def forward(self, x: torch.Tensor, x0: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor],
-                segments: torch.Tensor | None = None) -> torch.Tensor:
+                segments: torch.Tensor | None = None, lora: nn.Module | None = None) -> torch.Tensor:
+        """`lora`: this layer's per-document adapters of test-time training (trainer/lora.py)."""
         mix = self.resid_mix.to(x.dtype)
         x = mix[0] * x + mix[1] * x0
-        attn_out = self.attn(self.attn_norm(x) * self.ln_scale_factor, rope, segments)
+        attn_out = self._attend(self.attn_norm(x) * self.ln_scale_factor, rope, segments, lora)
         if self.parallel:  # attention and MLP both read the block input (GPT-J)
-            mlp_out = self.mlp(self.mlp_norm(x) * self.ln_scale_factor)
+            mlp_out = self._mlp(self.mlp_norm(x) * self.ln_scale_factor, lora)
             return x + self.attn_scale.to(x.dtype) * attn_out + self.mlp_scale.to(x.dtype) * mlp_out
         x = x + self.attn_scale.to(x.dtype) * attn_out
-        return x + self.mlp_scale.to(x.dtype) * self.mlp(self.mlp_norm(x) * self.ln_scale_factor)
+        return x + self.mlp_scale.to(x.dtype) * self._mlp(self.mlp_norm(x) * self.ln_scale_factor, lora)
+
+    def _attend(self, h, rope, segments, lora) -> torch.Tensor:
+        if lora is None:
+            return self.attn(h, rope, segments)
+        return self.attn(h, rope, segments, lora.k) + lora.attn(h)
+
+    def _mlp(self, h: torch.Tensor, lora) -> torch.Tensor:
+        return self.mlp(h) if lora is None else self.mlp(h) + lora.mlp(h)
 
 
 def layer_order(cfg: Config, looping: bool) -> tuple[list[int], list[int]]:
@@ -230,9 +241,12 @@ class GPT(nn.Module):
         for block in self.blocks:
             block.mlp.fused = kernel == "quack"
 
-    def forward_logits(self, input_ids: torch.Tensor) -> torch.Tensor:
-        """input_ids (B, T) -> float32 logits (B, T, V), after the softcap."""
-        logits = self._logits(input_ids)
+    def forward_logits(self, input_ids: torch.Tensor, adapters: nn.Module | None = None,
+                       last: int = 0) -> torch.Tensor:
+        """input_ids (B, T) -> float32 logits (B, T, V), after the softcap. Test-time training's
+        per-document `adapters` (trainer/lora.py) join in, one document per row; `last` > 0 keeps
+        the logits of the last positions only (the head is the widest matrix)."""
+        logits = self._logits(input_ids, adapters, last)
         return (self.logit_softcap * torch.tanh(logits / self.logit_softcap)).float()
 
     def forward(self, input_ids: torch.Tensor, target_ids: torch.Tensor) -> torch.Tensor:
@@ -241,7 +255,8 @@ class GPT(nn.Module):
         logits = self._logits(input_ids)
         return softcapped_cross_entropy(logits.flatten(0, 1), target_ids.flatten(), self.logit_softcap)
 
-    def _logits(self, input_ids: torch.Tensor) -> torch.Tensor:
+    def _logits(self, input_ids: torch.Tensor, adapters: nn.Module | None = None,
+                last: int = 0) -> torch.Tensor:
         """Logits before the softcap, in the compute dtype: bf16 under autocast, as the records'
         bf16 model, so the (B, T, V) tensor, the largest of the step, is never held in fp32."""
         x = self.tok_emb(input_ids)
@@ -259,9 +274,10 @@ class GPT(nn.Module):
         encoder, decoder = ((self.encoder_indices, self.decoder_indices) if self.looping_active
                             else self.plain_indices)
         segments = document_segments(input_ids, self.attn_backend) if self.doc_mask else None
+        lora = [None] * (len(encoder) + len(decoder)) if adapters is None else adapters.layers
         skips = []
-        for i in encoder:
-            x = self.blocks[i](x, x0, rope, segments)
+        for j, i in enumerate(encoder):
+            x = self.blocks[i](x, x0, rope, segments, lora[j])
             skips.append(x)
         for j, i in enumerate(decoder):
             if skips:  # U-Net: decoder layer j reads the output of encoder layer -(j+1)
@@ -270,10 +286,11 @@ class GPT(nn.Module):
                     x = x + skip
                 else:
                     x = torch.lerp(skip, x, torch.sigmoid(self.skip_gates[j]).to(x.dtype))
-            x = self.blocks[i](x, x0, rope, segments)
-        x = self.final_norm(x)
+            x = self.blocks[i](x, x0, rope, segments, lora[len(encoder) + j])
+        x = self.final_norm(x[:, -last:] if last else x)
         head = self.tok_emb.weight if self.lm_head is None else self.lm_head.weight
-        return F.linear(x, head.to(x.dtype))
+        logits = F.linear(x, head.to(x.dtype))
+        return logits if adapters is None else logits + adapters.head(x)
 
 
 def build_model(cfg: Config, device: torch.device) -> tuple[GPT, str]:

@@ -161,26 +161,35 @@ def probe_positions(cfg, n_tokens: int) -> list[int]:
     """Targets to alter: inside the second TTT chunk, the first target of the third chunk (the
     first one scored after a training step), and inside the last chunk. None sits at the end of
     a scored segment, so a window scoring earlier positions also holds altered tokens: a model
-    that looks ahead inside its window shows up."""
+    that looks ahead inside its window shows up. With TTT_MODE=lora on the probe's 40-token
+    documents: inside a document of the group after the first SGD phase, the first target of a
+    document's second adapter chunk (the first scored after an adapter step), and inside a
+    document of the last group."""
     c, mid = cfg.ttt_chunk_tokens, cfg.eval_stride // 2
     return [c + c // 2 + mid, 2 * c + 1, n_tokens - 1 - c // 4 - mid]
 
 
-# The tiny preset at probe scale: 5 TTT chunks of 64 positions, 32-token windows every 8.
+# The tiny preset at probe scale: 5 TTT chunks of 64 positions, 32-token windows every 8; with
+# TTT_MODE=lora, 8-position adapter chunks, 3 documents to a batch, and an SGD phase after each
+# of the first two pairs of documents.
 PROBE_SETTINGS = {"PRESET": "tiny", "EVAL_SEQ_LEN": "32", "EVAL_STRIDE": "8",
                   "TTT_CHUNK_TOKENS": "64", "TTT_EPOCHS": "2", "TTT_BATCH_SEQS": "2",
-                  "TTT_LR": "0.05", "VAL_BATCH_TOKENS": "1024", "COMPILE": "0"}
+                  "TTT_LR": "0.05", "VAL_BATCH_TOKENS": "1024", "COMPILE": "0",
+                  "TTT_LORA_CHUNK_TOKENS": "8", "TTT_LORA_BATCH_DOCS": "3", "TTT_LORA_RANK": "4",
+                  "TTT_LORA_LR": "0.01", "TTT_PHASES": "2", "TTT_PHASE_DOCS": "4"}
 PROBE_TOKENS = 5 * 64 + 1
-# The settings that change what the probed evaluation computes beyond the tiny model: the full
-# bundle is probed with each on, a record bundle with the values it pins.
-SWITCHES = ("smear_gate_enabled", "sparse_attn_gate_enabled", "lqer_enabled")
+# The settings that change what the probed evaluation computes beyond the tiny model, with the
+# value the full bundle is probed with (the one that runs the code the setting adds); a record
+# bundle is probed with the values it pins.
+SWITCHES = {"smear_gate_enabled": True, "sparse_attn_gate_enabled": True, "lqer_enabled": True,
+            "ttt_mode": "lora"}
 
 
 def switch_settings(pinned: dict | None = None) -> dict[str, str]:
-    """SWITCHES as settings: on for the full bundle (`pinned` None), else as pinned."""
-    on = {s: True for s in SWITCHES} if pinned is None else {s: pinned[s] for s in SWITCHES
-                                                             if s in pinned}
-    return {s.upper(): "1" if v else "0" for s, v in on.items()}
+    """SWITCHES as settings: as above for the full bundle (`pinned` None), else as pinned."""
+    values = dict(SWITCHES) if pinned is None else {s: pinned[s] for s in SWITCHES if s in pinned}
+    return {s.upper(): ("1" if v else "0") if isinstance(v, bool) else str(v)
+            for s, v in values.items()}
 
 
 DOCUMENT_TOKENS = 40  # the probe's stream is packed documents, each opening with BOS

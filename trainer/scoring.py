@@ -4,7 +4,9 @@ Phases, each logged as `<name> val_loss:X val_bpb:Y eval_time:Zms` and its `<nam
 with 8 decimals (the records' lines, which `pgolf audit` reads):
   quantized                  non-overlapping EVAL_SEQ_LEN windows;
   quantized_sliding_window   windows every EVAL_STRIDE tokens (SLIDING_WINDOW_ENABLED);
-  quantized_ttt              score-first test-time training (TTT_ENABLED).
+  quantized_ttt              score-first test-time training (TTT_ENABLED): of the whole model
+                             on the stream (TTT_MODE=sgd) or per-document LoRA with phased
+                             global SGD (TTT_MODE=lora).
 One timer covers the artifact's roundtrip, every phase and every compilation:
 `total_eval_time:X.Xs` is the whole evaluation, not a sum of selected parts.
 After it, outside the timer, `pruning_cost` says what fitting the cap cost when levels were pruned.
@@ -22,6 +24,7 @@ from torch import Tensor, nn
 
 from trainer.compress import read_artifact
 from trainer.distributed import REFERENCE_WORLD_SIZE, rank_and_world, synchronize
+from trainer.doc_ttt import eval_doc_ttt
 from trainer.lqer import fold_corrections
 from trainer.quant import dequantize_state_dict
 from trainer.sliding import TargetBytes, Trace, check_length, eval_stream
@@ -114,6 +117,16 @@ def _scoring_fn(model: nn.Module, device: torch.device, compile_model: bool):
 def _ttt_phase(cfg, model, val_tokens, target_bytes, logits_fn, batch_windows, log, trace) -> dict:
     device = val_tokens.device
     t0 = _clock(device)
+    if cfg.ttt_mode == "lora":
+        sgd = dict(chunk_tokens=cfg.ttt_chunk_tokens, epochs=cfg.ttt_epochs, lr=cfg.ttt_lr,
+                   momentum=cfg.ttt_momentum, grad_clip=cfg.ttt_grad_clip,
+                   batch_seqs=cfg.ttt_batch_seqs)
+        loss, bpb = eval_doc_ttt(model, val_tokens, target_bytes, seq_len=cfg.eval_seq_len,
+                                 chunk=cfg.ttt_lora_chunk_tokens,
+                                 batch_docs=cfg.ttt_lora_batch_docs, lora_rank=cfg.ttt_lora_rank,
+                                 lr=cfg.ttt_lora_lr, phases=cfg.ttt_phases,
+                                 phase_docs=cfg.ttt_phase_docs, sgd=sgd, log=log, trace=trace)
+        return {"quantized_ttt": _metric(log, "quantized_ttt", loss, bpb, _clock(device) - t0)}
     loss, bpb = eval_ttt(model, val_tokens, target_bytes, seq_len=cfg.eval_seq_len,
                          stride=cfg.eval_stride, batch_windows=batch_windows,
                          chunk_tokens=cfg.ttt_chunk_tokens, epochs=cfg.ttt_epochs, lr=cfg.ttt_lr,

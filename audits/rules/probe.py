@@ -69,7 +69,8 @@ def eval_causality_probe(sub, options):
     pgolf version builds (same sha256, raw or compact form), pgolf runs its own installed
     evaluation (standard, sliding-window and score-first TTT phases, after a quantized artifact
     roundtrip) on a tiny random model, with the shipped bundle's switches (SmearGate, the attention
-    gate, LQER: each on for the full bundle, as pinned for a record bundle), then again with
+    gate, LQER, per-document LoRA TTT: each on for the full bundle, as pinned for a record
+    bundle), then again with
     tokens altered. C1: replacing every token after t leaves every loss of targets up to t
     unchanged. C3: replacing token t leaves earlier
     losses unchanged and target t is scored from exactly the distribution of the unaltered run
@@ -85,7 +86,8 @@ def eval_causality_probe(sub, options):
     in its window (C1).
 
     Legal: pgolf's own score-first TTT: each chunk scored under no_grad, then trained on, the
-    last chunk never trained on.
+    last chunk never trained on; its per-document LoRA TTT: each document's chunk scored before
+    its adapters' step, SGD phases only on groups of documents already scored.
 
     Known limits: the probe vouches for pgolf's evaluation code at this version only; a folder
     with any other script is reported as not probed (INFO). The tiny model stands in for the

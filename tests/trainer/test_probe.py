@@ -139,8 +139,79 @@ def test_pgolf_evaluation_with_the_frontier_modules_passes_every_probe():
     results = probe.self_probe(probe.switch_settings())
     assert len(results) == 21 and not _failures(results)
     assert probe.switch_settings() == {"SMEAR_GATE_ENABLED": "1", "SPARSE_ATTN_GATE_ENABLED": "1",
-                                       "LQER_ENABLED": "1"}
-    assert probe.switch_settings({"lqer_enabled": False, "ttt_enabled": True}) == {"LQER_ENABLED": "0"}
+                                       "LQER_ENABLED": "1", "TTT_MODE": "lora"}
+    assert probe.switch_settings({"lqer_enabled": False, "ttt_enabled": True,
+                                  "ttt_mode": "sgd"}) == {"LQER_ENABLED": "0", "TTT_MODE": "sgd"}
+
+
+def test_lora_ttt_with_sgd_phases_passes_every_probe_and_adapts():
+    """Per-document LoRA TTT (probe scale: 40-token documents, 8-position chunks, SGD phases
+    after documents 0-1 and 2-3): C1, C3, C4 hold; and at these settings the adapters and the
+    phases do change the scores (against a run with neither), so the probes have something to
+    catch."""
+    assert not _failures(probe.self_probe({"TTT_MODE": "lora"}))
+    from trainer.config import load_config
+    tokens = torch.randint(0, 1024, (probe.PROBE_TOKENS,), generator=torch.Generator().manual_seed(1))
+    tokens[::probe.DOCUMENT_TOKENS] = 1
+    nll = []
+    for frozen in ({}, {"TTT_LORA_LR": "0", "TTT_PHASES": "0"}):
+        cfg = load_config(env={}, overrides={**probe.PROBE_SETTINGS, "TTT_MODE": "lora", **frozen})
+        traces = {name: sliding.Trace.for_stream(probe.PROBE_TOKENS) for name in probe.PHASES}
+        _trainer_evaluation(cfg, tokens, traces)
+        nll.append(traces["quantized_ttt"].nll)
+    adapted, frozen = nll
+    assert torch.equal(adapted[:8], frozen[:8])  # the first chunk: nothing learned yet
+    assert (adapted[8:40] - frozen[8:40]).abs().max() > 1e-3  # the adapters, in document 0
+    assert (adapted[80:] - frozen[80:]).abs().max() > 1e-3
+
+
+def _trainer_evaluation(cfg, tokens, traces):
+    """pgolf's evaluation of the trainer's model at `cfg`, random weights, unquantized."""
+    import tempfile
+    from pathlib import Path
+    from trainer.model import GPT
+    torch.manual_seed(0)
+    model = GPT(cfg)
+    for p in model.parameters():
+        if p.ndim == 2:
+            torch.nn.init.normal_(p, std=0.2)
+    model.looping_active = True
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "m.pga"
+        compress.write_atomic(path, compress.compress_artifact(compress.pack_tensors(
+            {k: v.clone() for k, v in model.state_dict().items()}), "lzma"))
+        probe.artifact_evaluation(cfg, model, path, lambda p, t, pos: torch.ones_like(t))(tokens, traces)
+
+
+@pytest.mark.slow
+def test_lora_adapters_trained_before_scoring_fail_c3(monkeypatch):
+    """Each batch of documents adapted on all its chunks first, then scored with those adapters
+    (adapt-then-score, per document)."""
+    from trainer import doc_ttt
+    real = doc_ttt.adapt_batch
+
+    def adapt_then_score(model, adapters, tokens, docs, tally, target_bytes, **kw):
+        real(model, adapters, tokens, docs, sliding.Tally.zeros(tokens.device), target_bytes,
+             **{**kw, "trace": None})
+        adapters.reset = lambda: None  # keep what the first pass learned
+        real(model, adapters, tokens, docs, tally, target_bytes, **kw)
+        del adapters.reset
+
+    monkeypatch.setattr(doc_ttt, "adapt_batch", adapt_then_score)
+    assert ("C3", "quantized_ttt") in _failures(probe.self_probe({"TTT_MODE": "lora"}))
+
+
+def test_an_sgd_phase_on_the_whole_stream_fails_c1_and_c4(monkeypatch):
+    """The global SGD run on every position, scored or not, after the first group."""
+    from trainer import doc_ttt
+    real = doc_ttt.sgd_phase
+
+    def whole_stream(model, tokens, hi, **kw):
+        real(model, tokens, tokens.numel() - 1, **kw)
+
+    monkeypatch.setattr(doc_ttt, "sgd_phase", whole_stream)
+    failures = _failures(probe.self_probe({"TTT_MODE": "lora"}))
+    assert {("C1", "quantized_ttt"), ("C4", "quantized_ttt")} <= failures
 
 
 def test_a_smear_that_reads_the_next_token_fails_c3(monkeypatch):

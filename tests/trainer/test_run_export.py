@@ -95,3 +95,20 @@ def test_a_run_with_the_frontier_techniques_ends_with_a_corrected_artifact(monke
     bpb = {m.name: m.val_bpb for m in log.metrics}
     assert abs(bpb["quantized_exact"] - bpb["pre-quantization"]) < 0.05
     assert bpb["quantized_ttt_exact"] < bpb["quantized_sliding_window_exact"]
+
+
+@pytest.mark.slow
+def test_a_run_with_lora_ttt_adapts_to_the_documents_it_scores(monkeypatch, data_dir, tmp_path):
+    """TTT_MODE=lora in the run loop: the validation documents adapted in two groups with an
+    SGD phase between them; a barely trained model learns a lot from the chunks it scored."""
+    for name, value in {"TTT_MODE": "lora", "TTT_LORA_CHUNK_TOKENS": "32", "TTT_LORA_RANK": "4",
+                        "TTT_LORA_LR": "0.003", "TTT_LORA_BATCH_DOCS": "4", "TTT_PHASES": "1",
+                        "TTT_PHASE_DOCS": "2", "TTT_LR": "0.001", "TTT_EPOCHS": "1"}.items():
+        monkeypatch.setenv(name, value)
+    text = _run(monkeypatch, data_dir, tmp_path)
+    log = parse_log(text)
+    assert re.search(r"^ttt_lora:start docs=\d+ groups=2 rank=4 ", text, re.M)
+    assert re.search(r"^ttt_lora:sgd 1/1 positions=0\.\.\d+ ", text, re.M)
+    bpb = {m.name: m.val_bpb for m in log.metrics}
+    assert {"quantized_exact", "quantized_ttt_exact"} <= set(bpb)
+    assert bpb["quantized_ttt_exact"] < bpb["quantized_sliding_window_exact"] - 0.1

@@ -10,15 +10,19 @@ from audits.legality import analyse_sources
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("preset", [None, "record", "frontier"])
-def test_the_bundled_trainer_has_no_legality_problem(preset):
+@pytest.mark.parametrize("preset, ttt_mode", [(None, None), ("record", "sgd"),
+                                               ("frontier", "sgd"), ("frontier", "lora")])
+def test_the_bundled_trainer_has_no_legality_problem(preset, ttt_mode):
     """The full bundle, and each preset's record bundle (what a GPU run ships): the frontier's
-    holds the gates and LQER too."""
+    holds the gates and LQER too, and with TTT_MODE=lora the per-document LoRA TTT instead of
+    the whole-model one."""
     bundle = pytest.importorskip("trainer.bundle")
     from trainer.config import load_config, record_settings
-    settings = None if preset is None else record_settings(load_config({"PRESET": preset}))
+    settings = None if preset is None else record_settings(load_config({"PRESET": preset,
+                                                                        "TTT_MODE": ttt_mode}))
     source = bundle.build_bundle(settings=settings)
     assert ("def fold_corrections(" in source) == (preset != "record")
+    assert ("def adapt_batch(" in source) == (ttt_mode != "sgd")
     result = analyse_sources((("train_gpt.py", source),))
     assert result.unparsed == {}
     problems = [(v.rule, v.severity.name, v.kind) for v in result.verdicts if v.severity > Severity.INFO]

@@ -56,10 +56,10 @@ def test_without_the_flag_nothing_runs(tmp_path, seams):
 
 
 def test_the_bundle_is_probed_and_passes(tmp_path, seams):
-    """The full bundle holds every switch's code: it is probed with each on."""
+    """The full bundle holds every switch's code: it is probed with each on (and LoRA TTT)."""
     code, findings = _audit(_folder(tmp_path, BUNDLE), "--probe")
     assert code == 0 and seams[0] == [(("LQER_ENABLED", "1"), ("SMEAR_GATE_ENABLED", "1"),
-                                       ("SPARSE_ATTN_GATE_ENABLED", "1"))]
+                                       ("SPARSE_ATTN_GATE_ENABLED", "1"), ("TTT_MODE", "lora"))]
     assert [f["severity"] for f in findings] == ["INFO"]
     assert "6 probes passed (C1, C3, C4 on quantized, quantized_ttt)" in findings[0]["message"]
 
@@ -110,7 +110,7 @@ def test_a_folder_shipping_this_pgolf_bundle_is_really_probed(tmp_path, record):
 @pytest.mark.slow
 def test_the_frontier_bundle_is_probed_with_its_gates_and_lqer(tmp_path):
     """The frontier preset's train_gpt.py, compact form: probed with SmearGate, the attention
-    gate and LQER on, and it passes."""
+    gate and LQER on, and the TTT mode it pins, and it passes."""
     from trainer.bundle import build_bundle
     from trainer.codesize import compact_form
     from trainer.config import record_settings
@@ -124,4 +124,5 @@ def test_the_frontier_bundle_is_probed_with_its_gates_and_lqer(tmp_path):
     # Its switches, read from the PINNED of the source the wrapper holds.
     assert probe_check.known_hashes(source)[
         hashlib.sha256(compact_form(source).encode()).hexdigest()][1] == (
-        ("LQER_ENABLED", "1"), ("SMEAR_GATE_ENABLED", "1"), ("SPARSE_ATTN_GATE_ENABLED", "1"))
+        ("LQER_ENABLED", "1"), ("SMEAR_GATE_ENABLED", "1"), ("SPARSE_ATTN_GATE_ENABLED", "1"),
+        ("TTT_MODE", "sgd"))

@@ -1,0 +1,190 @@
+"""Per-document LoRA TTT with phased global SGD (trainer/doc_ttt.py, trainer/lora.py), on the
+trainer's own model at the tiny preset, CPU."""
+
+import pytest
+import torch
+
+from trainer import doc_ttt, probe, sliding
+from trainer.config import load_config
+from trainer.lora import DocAdapters
+from trainer.model import GPT
+from trainer.shards import BOS_ID
+
+N = 321
+SGD = dict(chunk_tokens=64, epochs=1, lr=0.05, momentum=0.9, grad_clip=1.0, batch_seqs=2)
+
+
+def _model(random=True):
+    cfg = load_config(env={}, overrides={"PRESET": "tiny", "EVAL_SEQ_LEN": "32"})
+    torch.manual_seed(0)
+    model = GPT(cfg)
+    if random:  # zero-initialized projections would hide what the adapters change
+        for p in model.parameters():
+            if p.ndim == 2:
+                torch.nn.init.normal_(p, std=0.2)
+    model.looping_active = True
+    return model
+
+
+def _tokens(n=N, doc_every=40, seed=1):
+    tokens = torch.randint(2, 1024, (n,), generator=torch.Generator().manual_seed(seed))
+    tokens[::doc_every] = BOS_ID
+    tokens[100] = BOS_ID  # documents of different lengths
+    return tokens
+
+
+def _ones(prev, tgt, target_pos):
+    return torch.ones_like(tgt)
+
+
+def _adapt(model, tokens, batches, lr=1e-2, chunk=8, rank=4):
+    """Scores of adapt_batch over `batches` (each its own batch), base weights frozen."""
+    for p in model.parameters():
+        p.requires_grad_(False)
+    trace, tally = sliding.Trace.for_stream(tokens.numel()), sliding.Tally.zeros(tokens.device)
+    for batch in batches:
+        adapters = DocAdapters(model, len(batch), rank, tokens.device)
+        doc_ttt.adapt_batch(model, adapters, tokens, batch, tally, _ones, seq_len=32, chunk=chunk,
+                            lr=lr, trace=trace)
+    return trace
+
+
+def test_documents_start_at_each_bos_and_cover_every_position_once():
+    tokens = torch.tensor([7, 7, BOS_ID, 5, 5, 5, BOS_ID, 4, BOS_ID, 3, 3])
+    assert doc_ttt.documents(tokens) == [(0, 2), (2, 6), (6, 8), (8, 10)]
+    assert doc_ttt.documents(tokens[2:]) == [(0, 4), (4, 6), (6, 8)]
+
+
+def test_a_documents_group_follows_from_its_index_alone():
+    docs = [(i, i + 1) for i in range(10)]
+    assert [len(g) for g in doc_ttt.phase_groups(docs, 3, 6)] == [2, 2, 2, 4]
+    # Fewer documents than TTT_PHASE_DOCS: the cuts stay where they were, the groups run short.
+    assert [len(g) for g in doc_ttt.phase_groups(docs[:5], 3, 6)] == [2, 2, 1, 0]
+    assert doc_ttt.phase_groups(docs, 0, 6) == [docs]
+    batches = doc_ttt.doc_batches([(0, 3), (3, 10), (10, 12), (12, 20)], 3)
+    assert batches == [[(12, 20), (3, 10), (0, 3)], [(10, 12)]]  # longest first
+
+
+def test_batched_documents_score_exactly_as_one_at_a_time():
+    """Each document has adapters of its own: side by side in one batch, or one per batch, the
+    scores are the same to the last bit, and every position is scored once."""
+    model, tokens = _model(), _tokens()
+    docs = doc_ttt.documents(tokens)
+    together = _adapt(model, tokens, [docs])
+    alone = _adapt(model, tokens, [[d] for d in docs])
+    assert (together.times_scored == 1).all()
+    assert torch.equal(together.nll, alone.nll)
+
+
+def test_bytes_are_read_by_the_targets_stream_position():
+    """With a byte sidecar the bytes of a target come from its position in the stream: each
+    target's position is passed once, so counting positions as bytes sums 1..N-1."""
+    model, tokens = _model(), _tokens()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    tally = sliding.Tally.zeros(tokens.device)
+    for batch in doc_ttt.doc_batches(doc_ttt.documents(tokens), 4):
+        doc_ttt.adapt_batch(model, DocAdapters(model, 4, 4, tokens.device), tokens, batch, tally,
+                            lambda prev, tgt, pos: pos, seq_len=32, chunk=8, lr=1e-2)
+    assert tally.bytes.item() == sum(range(1, N)) and tally.tokens.item() == N - 1
+
+
+def test_each_chunk_is_scored_before_the_step_that_uses_it():
+    model, tokens = _model(), _tokens()
+    docs = doc_ttt.documents(tokens)
+    trace = _adapt(model, tokens, [docs])
+    # The first chunk of every document is scored by the base model, on its own tokens only.
+    for lo, hi in docs:
+        with torch.no_grad():
+            logits = model.forward_logits(tokens[None, lo:lo + 8])[0]
+        base = torch.nn.functional.cross_entropy(logits, tokens[lo + 1:lo + 9], reduction="none")
+        assert torch.allclose(trace.nll[lo:lo + 8], base.double(), atol=1e-5)
+    # Later chunks are scored by trained adapters, and every update reads scored positions only.
+    assert not torch.allclose(trace.nll, _adapt(model, tokens, [docs], lr=0.0).nll)
+    assert [r.ok for r in probe.check_once("lora", trace)] == [True]
+    # Cutting the stream after a chunk leaves every score before the cut as it was.
+    cut = _adapt(model, tokens[:137], [doc_ttt.documents(tokens[:137])])
+    assert torch.equal(cut.nll[:136], trace.nll[:136])
+
+
+def test_the_adapters_learn_a_repetitive_document():
+    model = _model(random=False)
+    tokens = torch.tensor([BOS_ID] + [5, 9, 13, 17] * 40)
+    docs = doc_ttt.documents(tokens)
+    adapted = _adapt(model, tokens, [docs], lr=3e-3).nll
+    base = _adapt(model, tokens, [docs], lr=0.0).nll
+    assert adapted[:8].mean() == pytest.approx(base[:8].mean())
+    assert adapted[-40:].mean() < base[-40:].mean() - 1.0
+
+
+def test_sgd_phases_train_on_scored_groups_and_change_only_later_scores():
+    tokens = _tokens()
+    traces = {}
+    for phases in (0, 2):
+        trace, lines = sliding.Trace.for_stream(N), []
+        doc_ttt.eval_doc_ttt(_model(), tokens, _ones, seq_len=32, chunk=8, batch_docs=3,
+                             lora_rank=4, lr=1e-2, phases=phases, phase_docs=4, sgd=SGD,
+                             log=lines.append, trace=trace)
+        traces[phases] = trace
+    # Groups: documents 0-1 (positions 0..79), 2-3 (80..119), then the rest.
+    plain, phased = traces[0].nll, traces[2].nll
+    assert torch.equal(plain[:80], phased[:80])
+    assert not torch.allclose(plain[80:], phased[80:])
+    # The SGD steps: the training ranges only the phased run has, inside groups already scored.
+    sgd_ranges = [e for e in traces[2].events if e not in set(traces[0].events)]
+    # Prefixes 0..79 and 0..119 in 64-position chunks, the last of each (at a zero rate) skipped.
+    assert sgd_ranges == [("train", 0, 64), ("train", 0, 64)]
+    assert [r.ok for r in probe.check_once("lora", traces[2])] == [True]
+    assert lines[0].startswith("ttt_lora:start docs=9 groups=3 ")
+    assert "ttt_lora:sgd 1/2 positions=0..79" in lines[2]
+
+
+
+def _split_runs(tokens):
+    """Adapters alone; then SGD phases alone (adapters at a zero rate, so the score reads the
+    phases' base weights: Adam's first step is the sign of each gradient entry, which would
+    turn the last-bit differences of summed gradients into visible ones)."""
+    results = []
+    for lr, phases in ((1e-2, 0), (0.0, 2)):
+        model = _model()
+        score = doc_ttt.eval_doc_ttt(model, tokens, _ones, seq_len=32, chunk=8, batch_docs=2,
+                                     lora_rank=4, lr=lr, phases=phases, phase_docs=4, sgd=SGD,
+                                     log=lambda line: None)
+        results.append((score, model.tok_emb.weight.sum().item()))
+    return results
+
+
+def _two_rank_worker(rank, path, queue):
+    import traceback
+
+    import torch.distributed as dist
+    try:
+        dist.init_process_group("gloo", init_method=f"file://{path}", rank=rank, world_size=2)
+        torch.set_num_threads(1)
+        queue.put((rank, _split_runs(_tokens())))
+        dist.destroy_process_group()
+    except BaseException:
+        queue.put((rank, traceback.format_exc()))
+        raise
+
+
+@pytest.mark.slow
+def test_two_ranks_agree_with_one(tmp_path):
+    """Batches dealt to two gloo processes: the adapters score exactly as in one process; the
+    SGD phases, their gradients summed over the two, adapt the base as one process does."""
+    import torch.multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_two_rank_worker, args=(r, tmp_path / "rdzv", queue)) for r in (0, 1)]
+    for p in procs:
+        p.start()
+    results = sorted(queue.get(timeout=600) for _ in procs)  # before join: a full pipe blocks exit
+    for p in procs:
+        p.join(timeout=60)
+    assert [p.exitcode for p in procs] == [0, 0], results
+    (adapters, _), (phased, emb_sum) = _split_runs(_tokens())
+    for _, ((r_adapters, _), (r_phased, r_emb_sum)) in results:
+        assert r_adapters == adapters
+        assert r_phased == pytest.approx(phased, rel=1e-4)  # the phases move it by 9e-3
+        assert r_emb_sum == pytest.approx(emb_sum, rel=1e-5)
+    assert results[0][1] == results[1][1]  # every rank reports the same all-reduced figures
