@@ -87,7 +87,7 @@ def test_with_gpus_the_run_folder_gets_the_record_bundle(data_dir, tmp_path, mon
     assert result.exit_code == 0, result.output
     shipped = (tmp_path / "r" / "train_gpt.py").read_text()
     expected = build_bundle(settings=record_settings(load_config({**settings, "DATA_DIR": str(data_dir)})))
-    assert shipped == expected and "\nPINNED: dict[str, Any] = {'" in shipped
+    assert shipped == expected and "\nPINNED:dict[str,Any]={'" in shipped
     assert "def start_progress" not in shipped and "def start_progress" in build_bundle()
     # Its own display left out, the run's progress is drawn by `pgolf train` from its lines,
     # which still reach the terminal.

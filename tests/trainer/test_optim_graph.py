@@ -9,7 +9,7 @@ import torch
 from trainer.config import load_config
 from trainer.distributed import Dist
 from trainer.model import GPT
-from trainer.optim import GRAPH_AFTER_STEPS, Muon, build_optimizers
+from trainer.optim import GRAPH_AFTER_STEPS, NS_COEFFS, Muon, build_optimizers
 
 TINY = load_config({"PRESET": "tiny"})
 
@@ -18,7 +18,7 @@ def muon_after_two_steps(lr, momentum):
     torch.manual_seed(0)
     params = [torch.nn.Parameter(torch.randn(32, 16)), torch.nn.Parameter(torch.randn(16, 16))]
     opt = Muon(params, lr=lr, momentum=momentum, weight_decay=0.5, backend_steps=5,
-               coeffs="polar_express", row_normalize=True, dist=Dist())
+               coeffs=NS_COEFFS["polar_express"], row_normalize=True, dist=Dist())
     for _ in range(2):
         for p in params:
             p.grad = torch.randn_like(p)
