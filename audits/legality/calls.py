@@ -80,7 +80,7 @@ def _mark_target(w, arg: Arg | None) -> None:
 
 def _select(w, node, taint: Taint) -> Taint:
     """min/max over losses from different predictors: the better one picked with the true token."""
-    if len({label[1] for label in kinds(taint, "loss")}) >= 2:
+    if operators.picks_by_outcome(taint):
         return frozenset({("select", w.site(node))})
     return EMPTY
 

@@ -669,7 +669,7 @@ class FunctionWalk:
                     taint |= {("gate", self.site(node), "compare")}
             elif TARGET in left or TARGET in right:
                 taint |= {("gate", self.site(node), "compare")}
-            if len({label[1] for label in kinds(left | right, "loss")}) >= 2:
+            if operators.picks_by_outcome(left | right):
                 taint |= {("select", self.site(node))}
         return taint
 

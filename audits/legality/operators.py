@@ -73,6 +73,13 @@ def gated(left: Taint, right: Taint) -> Taint:
     return frozenset(out)
 
 
+def picks_by_outcome(compared: Taint) -> bool:
+    """Losses of two predictors compared where they score the realized token: the better one is
+    picked by the outcome. A comparison of context-only figures (an entropy gate, an expected gain
+    from a hint's probability) reads no scored token and picks nothing by it."""
+    return TARGET in compared and len({label[1] for label in kinds(compared, "loss")}) >= 2
+
+
 def condition(test: Taint, values: Taint) -> Taint:
     """A choice between values made by a condition (`a if c else b`, torch.where)."""
     out = set()
