@@ -11,8 +11,8 @@ import libcst as cst
 from audits.legality import apis, operators, shapes
 from audits.legality.program import ClassInfo, Function
 from audits.legality.values import (
-    BLOB, EMPTY, GEN, GRAD, HASH, HOOK, LOSSFN, MODEL, NORM, OPTIM, PROB, STAT, TARGET, Event, Taint,
-    data_roots, has_data, keyed, kinds, loss_data, objref, substitute,
+    BLOB, EMPTY, GEN, GRAD, HASH, HOOK, LOADED, LOSSFN, MODEL, NORM, OPTIM, PROB, STAT, TARGET, Event,
+    Taint, data_roots, has_data, keyed, kinds, loss_data, objref, substitute,
 )
 
 _SILENT = {"print", "super", "setattr", "delattr", "vars", "locals", "globals", "exec", "eval",
@@ -113,6 +113,8 @@ def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
         return union
     if name in apis.SAMPLE_CALLS:
         return union | {GEN}
+    if name in apis.MODULE_LOADERS:
+        return union | {LOADED}
     if name in apis.CREATE_CALLS:
         made = union if name in apis.COPY_CALLS else EMPTY
         grad = _arg(args, 99, "requires_grad")
@@ -306,6 +308,10 @@ def _methods(w, receiver_node, receiver: Taint, name: str) -> list[Function]:
     classes = [w.p.classes[label[2]] for label in kinds(receiver, "obj") if label[2] in w.p.classes]
     if classes:
         return [m for m in (_class_method(w, info, name) for info in classes) if m is not None]
+    if LOADED in receiver:  # a module loaded at run time: the shipped scripts' own `name`
+        found = [fns[name] for rel, fns in w.p.functions.items() if name in fns]
+        if found:
+            return found
     return w.p.methods.get(name, [])
 
 

@@ -24,6 +24,7 @@ Labels are tuples whose first item is the kind:
   ("bytes", site) ("gated", site) ("select", site) ("filled", site)
   ("keyed", site)                a hash key first combined with the scored token at `site`
   ("blob",)                      bytes decompressed from a blob (a payload of the artifact)
+  ("loaded",)                    a module the script loaded at run time (importlib, by path)
   ("unpacked", site)             the blob was first decompressed at `site` (where stored answers
                                  come back in: PAID_PREFIX names it)
 """
@@ -44,6 +45,7 @@ OPTIM, GRAD, LOSSFN, HOOK = ("optim",), ("grad",), ("lossfn",), ("hook",)
 HASH, MASK, INDICATOR, STAT = ("hash",), ("mask",), ("indicator",), ("stat",)
 NORM = ("norm",)
 BLOB = ("blob",)
+LOADED = ("loaded",)
 DATA_KINDS = {"val", "train", "gen", "param"}
 # Labels made at a site inside a callee are moved to the call site when the callee's effects are
 # replayed in its caller: there, the call is where the loss was computed or the object made.
