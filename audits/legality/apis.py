@@ -35,8 +35,7 @@ GATHER_CALLS = {"torch.gather": (2, "index"), "torch.take_along_dim": (1, "indic
 GATHER_METHODS = {"gather": (1, "index")}
 
 # A module loaded at run time: `mod.f(...)` on the result runs a shipped script's `f`.
-MODULE_LOADERS = {"importlib.util.module_from_spec", "importlib.import_module",
-                  "importlib.machinery.SourceFileLoader.load_module", "imp.load_source"}
+MODULE_LOADERS = {"importlib.util.module_from_spec", "importlib.import_module", "imp.load_source"}
 
 # Sampling from the model: tokens made this way are self-generated, not data.
 SAMPLE_CALLS = {"torch.multinomial"}

@@ -4,8 +4,8 @@ the import aliases, gathered by one walk over statements (expressions are left t
 Calls are resolved by name, the way a reader follows them: `f(...)` to the def `f` visible from the
 call (nested, then module level, then a sibling script it was imported from), `obj.m(...)` to every
 method named `m` (to the scripts' module-level `m` when `obj` is a module loaded at run time),
-`Cls(...)` to `Cls.__init__`. Over-approximating a call target costs precision,
-never a missed path.
+`Cls(...)` to `Cls.__init__`. Over-approximating a call target costs precision, never a missed
+path.
 """
 
 from __future__ import annotations
