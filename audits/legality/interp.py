@@ -102,6 +102,7 @@ class FunctionWalk:
         self.returns: Taint = EMPTY
         self.mutates: dict[int, Taint] = {}
         self.shapes_seen: list[tuple] = []  # assigned slices of data: (node, base, shape, taint)
+        self.subsets: dict[str, str] = {}  # `jv = j[valid]`: a name holding some of another's items
         self.discovered: set[str] = set()  # names passed as the target of a loss or gather
         self.log_names: set[str] = set()  # names holding a normalizer (log Z), for tilts
         self.saw_norm = False  # the current statement divides by, or takes the log of, a normalizer
@@ -143,14 +144,24 @@ class FunctionWalk:
         by_base: dict[str, list] = {}
         for node, base, shape, taint in self.shapes_seen:
             if has_data(taint) and MODEL not in taint:
-                by_base.setdefault(base, []).append((node, shape))
+                by_base.setdefault(base, []).append((node, shapes.renamed(shape, self._superset)))
         for items in by_base.values():
             by_position = any(shapes.context_by_position(shape) for _, shape in items)
             for node, shape in items:
-                if any(shapes.one_later(shape, other) for _, other in items) \
-                        or (by_position and shapes.next_position(shape)):
+                # the last of a chain (`t[s-1:]`, `t[s:]` as context, `t[s+1:]`): the targets
+                later = any(shapes.one_later(shape, other) for _, other in items)
+                latest = not any(shapes.one_later(other, shape) for _, other in items)
+                if (later and latest) or (by_position and shapes.next_position(shape)):
                     found.add(id(node))
         return found
+
+    def _superset(self, name: str) -> str:
+        """The name whose items `name` was taken from, through every `a = b[...]` (a cycle stops)."""
+        seen = {name}
+        while name in self.subsets and self.subsets[name] not in seen:
+            name = self.subsets[name]
+            seen.add(name)
+        return name
 
     def code(self, node: cst.CSTNode) -> str:
         key = id(node)
@@ -239,6 +250,7 @@ class FunctionWalk:
                 taint = self.value(node.value)
             self.tilt(node.value, taint)
             self.note_slice(node.value)
+            self.note_subset(node)
             for target in node.targets:
                 if self.descent(target.target, node.value, taint, node):
                     continue
@@ -267,12 +279,24 @@ class FunctionWalk:
                 if kinds(dropped, "state"):  # trained parameters thrown away (see order.judge)
                     self.emit(Event("drop", self.site(node), dropped))
 
+    def note_subset(self, node: cst.Assign) -> None:
+        """`jv = j[valid]`: positions kept from `j`, so `t[jv - k]` reads before the positions
+        `t[j]` reads (see _targets_from_shapes)."""
+        value = shapes.unwrap(node.value)
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
+                and isinstance(value, cst.Subscript) and isinstance(value.value, cst.Name):
+            self.subsets[node.targets[0].target.value] = value.value.value
+
     def note_slice(self, value: cst.BaseExpression) -> None:
         """`y = chunk[1:]`, `tok = int(ids[p])`: a named slice of data, kept to find which of the
         slices of one tensor is the later one (the targets; see run)."""
         if isinstance(value, cst.Tuple):  # `x, y = t[:-1], t[1:]`
             for element in value.elements:
                 self.note_slice(element.value)
+            return
+        if isinstance(value, cst.BinaryOperation):  # `t[j - (w - k)] * prime`
+            self.note_slice(value.left)
+            self.note_slice(value.right)
             return
         sub = shapes.unwrap(value)
         if not isinstance(sub, cst.Subscript):
@@ -495,6 +519,7 @@ class FunctionWalk:
 
     def aug_assign(self, node: cst.AugAssign) -> None:
         value = self.value(node.value)
+        self.note_slice(node.value)  # `h ^= t[j - (w - k)] * prime`: a context token hashed in
         target = node.target
         op = node.operator
         if isinstance(op, (cst.BitXorAssign, cst.BitAndAssign, cst.ModuloAssign,

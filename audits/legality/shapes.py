@@ -58,6 +58,16 @@ def _bound(expr: cst.BaseExpression | None, code, end: bool) -> tuple[str, int]:
     return (imports.dotted(expr) or code(expr), 0)
 
 
+def _reaches_back(expr: cst.BaseExpression | None) -> bool:
+    """`s - w + k`, `p - (w - k)`: a bound some computed distance before a position (where an
+    n-gram window's context tokens start, read as a slice of the flat token array)."""
+    while isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract)):
+        if isinstance(expr.operator, cst.Subtract) and not isinstance(expr.right, cst.Integer):
+            return True
+        expr = expr.left
+    return False
+
+
 def _before(expr: cst.BaseExpression) -> str | None:
     """`p - (w - k)`: a position some computed distance before `p` (a context token of an n-gram
     window read from the flat token array); None for any other index."""
@@ -68,7 +78,7 @@ def _before(expr: cst.BaseExpression) -> str | None:
 
 
 def index_shape(sub: cst.Subscript, code) -> list[tuple]:
-    """Per subscript element: ("all",), ("slice", lower, upper) or ("index", bound)."""
+    """Per subscript element: ("all",), ("slice", lower, upper, reaches back) or ("index", bound)."""
     shape = []
     for element in sub.slice:
         s = element.slice
@@ -76,7 +86,8 @@ def index_shape(sub: cst.Subscript, code) -> list[tuple]:
             if s.lower is None and s.upper is None and s.step is None:
                 shape.append(("all",))
             else:
-                shape.append(("slice", _bound(s.lower, code, False), _bound(s.upper, code, True)))
+                shape.append(("slice", _bound(s.lower, code, False), _bound(s.upper, code, True),
+                              _reaches_back(s.lower)))
         elif isinstance(s, cst.Index) and _before(s.value) is not None:
             shape.append(("index_before", _before(s.value)))
         elif isinstance(s, cst.Index):
@@ -84,6 +95,18 @@ def index_shape(sub: cst.Subscript, code) -> list[tuple]:
         else:
             shape.append(("other",))
     return shape
+
+
+def renamed(shape: list[tuple], rename) -> list[tuple]:
+    """The shape with each position's name passed through `rename` (a subset to its superset)."""
+    out = []
+    for part in shape:
+        if part[0] == "index" and part[1][0]:
+            part = ("index", (rename(part[1][0]), part[1][1]))
+        elif part[0] == "index_before" and part[1] is not None:
+            part = ("index_before", rename(part[1]))
+        out.append(part)
+    return out
 
 
 def one_later(later: list[tuple], earlier: list[tuple]) -> bool:
@@ -97,7 +120,7 @@ def one_later(later: list[tuple], earlier: list[tuple]) -> bool:
         return False
     a, b = differing[0]
     if a[0] == "slice" and b[0] == "slice":
-        (la, ua), (lb, ub) = a[1:], b[1:]
+        (la, ua), (lb, ub) = a[1:3], b[1:3]
         return la[0] == lb[0] and ua[0] == ub[0] and la[1] == lb[1] + 1 and ua[1] == ub[1] + 1
     if a[0] == "index" and b[0] == "slice":
         return a[1] == b[2]
@@ -107,14 +130,19 @@ def one_later(later: list[tuple], earlier: list[tuple]) -> bool:
 
 
 def context_by_position(shape: list[tuple]) -> bool:
-    """`t[p - (w - k)]`: n-gram context tokens read by position from the flat token array."""
-    return any(part[0] == "index_before" for part in shape)
+    """`t[p - (w - k)]`, `t[s - w + k:...]`: n-gram context tokens read by position from the flat
+    token array."""
+    return any(part[0] == "index_before" or (part[0] == "slice" and part[3]) for part in shape)
 
 
 def next_position(shape: list[tuple]) -> bool:
-    """`t[p + 1]`: the token one or more positions after `p`. In code that reads its n-gram
-    contexts by position from the same array, that is the token being predicted at `p`."""
-    return len(shape) == 1 and shape[0][0] == "index" and shape[0][1][0] != "" and shape[0][1][1] >= 1
+    """`t[p + 1]`, `t[s + 1:...]`: the tokens one or more positions after `p` (or `s`). In code
+    that reads its n-gram contexts by position from the same array, those are the tokens being
+    predicted."""
+    if len(shape) != 1 or shape[0][0] not in ("index", "slice"):
+        return False
+    name, offset = shape[0][1]
+    return name != "" and offset >= 1
 
 
 def previous_positions(node: cst.Subscript) -> bool:
