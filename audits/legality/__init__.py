@@ -61,8 +61,11 @@ def analyse_sources(sources: tuple[tuple[str, str], ...]) -> Result:
     reached = _reachable(prog, analysis, [prog.roots[rel] for rel in run])
     verdicts: list[Verdict] = []
     side = _reachable(prog, analysis, [prog.roots[rel] for rel in parsed if rel not in run]) - reached
+    guards = _guards(prog, analysis, list(prog.roots.values()))
     for fn in [*prog.roots.values(), *prog.all_functions]:
         events = analysis.summary(fn).events
+        if guards.get(fn.key):  # it runs only under these settings: so does what it finds itself
+            events = [dataclasses.replace(e, flags=e.flags | guards[fn.key]) for e in events]
         if fn.key in reached:
             verdicts += judge.verdicts(events, reachable=True)
         elif fn.key in side:
@@ -127,6 +130,31 @@ def _reachable(prog: program.Program, analysis: Analysis, roots) -> set[str]:
             if info is not None:
                 todo += info.methods.values()
     return reached
+
+
+def _guards(prog: program.Program, analysis: Analysis, roots) -> dict[str, frozenset]:
+    """Per function reached from `roots`: the settings tests every path to it passes (a function
+    called only under `if h.slot_enabled:` runs only when SLOT_ENABLED is set, also where it reads
+    validation data itself)."""
+    guard = {fn.key: frozenset() for fn in roots}
+    todo = list(roots)
+    while todo:
+        fn = todo.pop()
+        summary = analysis.summary(fn)
+        reached = dict(summary.guards)
+        for cls in summary.classes:  # methods torch calls on an object made here
+            info = prog.classes.get(cls)
+            for method in info.methods.values() if info is not None else ():
+                reached.setdefault(method.key, frozenset())
+        for key, flags in reached.items():
+            if key not in prog.by_key:
+                continue
+            path = guard[fn.key] | flags
+            new = guard[key] & path if key in guard else path
+            if guard.get(key) != new:
+                guard[key] = new
+                todo.append(prog.by_key[key])
+    return guard
 
 
 def _as_if_validation(event: Event) -> Event:

@@ -127,3 +127,11 @@ def is_optimizer(qualified: str) -> bool:
         return False
     last = qualified.rsplit(".", 1)[-1]
     return last[:1].isupper() and last != "Optimizer"
+
+
+def interpreted(name: str) -> bool:
+    """A library function the analysis gives a meaning to (a dotted name in one of the tables)."""
+    return "." in name and any(name in table for table in (
+        LOSS_CALLS, PROB_CALLS, GATHER_CALLS, MODULE_LOADERS, SAMPLE_CALLS, CREATE_CALLS,
+        COPY_CALLS, REDUCE_CALLS, MUTATE_CALLS, HASH_CALLS, SELECT_CALLS, WHERE_CALLS, ENV_READS,
+        SERIALIZE_CALLS, DECOMPRESS_CALLS, ARRAY_LOAD_CALLS, NETWORK_CALLS, SHELL_CALLS))

@@ -373,7 +373,7 @@ def apply(w, node: cst.Call, fn: Function, args: list[Arg], receiver: Taint | No
           receiver_node=None) -> Taint:
     """Replay `fn`'s summary at this call: parameters bound to the arguments' taints."""
     summary = w.a.summary(fn)
-    w.summary.reaches.add(fn.key)
+    w.reach(fn.key)
     params = fn.params
     actuals: list[Taint] = [EMPTY] * len(params)
     nodes: list = [None] * len(params)

@@ -8,6 +8,8 @@ function table, see program.py) is enough.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 
@@ -44,6 +46,16 @@ def add(node: cst.Import | cst.ImportFrom, table: dict[str, str]) -> None:
         if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
             local = alias.asname.name.value
         table[local] = f"{base}.{name}"
+
+
+def add_alias(node: cst.Assign, table: dict[str, str], keep: Callable[[str], bool]) -> None:
+    """A module-level name bound to an imported function (`_E = os.environ.get`, as minifiers
+    shorten repeated calls) stands for it, where `keep` says the function matters."""
+    if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
+        return
+    full = qualified(node.value, table)
+    if full is not None and keep(full):
+        table[node.targets[0].target.value] = full
 
 
 def qualified(node: cst.BaseExpression, table: dict[str, str]) -> str | None:

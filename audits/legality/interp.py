@@ -37,6 +37,8 @@ class Summary:
     # what running it reaches: functions called or passed as values, classes instantiated
     reaches: set[str] = dataclasses.field(default_factory=set)
     classes: set[str] = dataclasses.field(default_factory=set)
+    # per function reached: the settings turned on (`if:NAME:1:0` flags) every place reaching it needs
+    guards: dict[str, frozenset] = dataclasses.field(default_factory=dict)
 
 
 class Analysis:
@@ -171,6 +173,14 @@ class FunctionWalk:
 
     def site(self, node: cst.CSTNode) -> Site:
         return Site(self.fn, node, self.path, self.loops)
+
+    def reach(self, key: str) -> None:
+        """The function `key` runs from here, under the settings tests the code here runs under
+        that turn on a setting that is off by default (`if args.slot_enabled:`)."""
+        self.summary.reaches.add(key)
+        switches = frozenset(f for f in self.switched if f.endswith(":1:0"))
+        guards = self.summary.guards
+        guards[key] = guards[key] & switches if key in guards else switches
 
     def emit(self, event: Event) -> None:
         if not self.recording:
@@ -562,7 +572,7 @@ class FunctionWalk:
             return self.env[name]
         found = self.p.lookup(self.fn, name)
         if isinstance(found, Function):
-            self.summary.reaches.add(found.key)
+            self.reach(found.key)
             return frozenset({("fn", found.key)})
         if isinstance(found, ClassInfo):
             return frozenset({("cls", f"{found.script.rel}:{found.name}")})

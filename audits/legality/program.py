@@ -14,7 +14,7 @@ import dataclasses
 
 import libcst as cst
 
-from audits.legality import imports
+from audits.legality import apis, imports
 from audits.legality.parse import ParsedScript
 
 MODULE_BASES = {"torch.nn.Module", "nn.Module", "Module"}
@@ -130,6 +130,8 @@ def _collect(program: Program, parsed: ParsedScript, stmt: cst.CSTNode,
         for small in stmt.body:
             if isinstance(small, (cst.Import, cst.ImportFrom)):
                 imports.add(small, table)
+            elif owner.node is None and cls is None and isinstance(small, cst.Assign):
+                imports.add_alias(small, table, apis.interpreted)
         return
     if isinstance(stmt, cst.FunctionDef):
         fn = _function(program, parsed, stmt, owner, cls)

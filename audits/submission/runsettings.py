@@ -9,24 +9,37 @@ import re
 
 from audits.submission import Submission
 
-_ASSIGN = re.compile(r"(?<![\w$.-])(?:export\s+)?([A-Z][A-Z0-9_]{2,})=(\"[^\"\n]*\"|'[^'\n]*'|[^\s;&|]*)")
-_OFF = {"", "0", "false", "no", "off", "none", "0.0"}
+_ASSIGN = re.compile(r"(?<![\w$.-])(?:export\s+)?([A-Z][A-Z0-9_]{2,})=(\"[^\"\n]*\"|'[^'\n]*'|[^\s;&|)`,]*)")
+_OFF = {"", "false", "no", "off", "none"}
+
+
+def _is_off(value: str) -> bool:
+    """`0`, `0.0`, `false`, empty: a setting turned off (the prose around it aside, as in
+    "disabled (TTT_EPOCHS=0).")."""
+    value = value.strip("\"'").rstrip(".:").strip().lower()
+    try:
+        return float(value) == 0
+    except ValueError:
+        return value in _OFF
 
 
 def turned_on(sub: Submission) -> dict[str, str]:
     """Setting name (as the environment spells it) -> where a run turned it on, for every setting
-    some launch line or log sets to a value that is not off (0, false, empty)."""
+    some log or launch line sets to a value that is not off (0, false, empty). A setting the logs'
+    hyperparameters print is as the logs show it: they are the runs, a README may describe others."""
     found: dict[str, str] = {}
+    logged: set[str] = set()
+    for log in sub.logs:
+        for name, value in log.parsed.hparams.items():
+            logged.add(name.upper())
+            if not _is_off(str(value.value)):
+                found.setdefault(name.upper(), f"{log.rel}:{value.line} ({value.text})")
     texts = sorted(sub.launch.items()) + ([("README.md", sub.readme)] if sub.readme else [])
     for rel, text in texts:
         for number, line in enumerate(text.splitlines(), 1):
             for name, value in _ASSIGN.findall(line):
-                if value.strip("\"'").lower() not in _OFF:
+                if name not in logged and not _is_off(value):
                     found.setdefault(name, f"{rel}:{number} ({name}={value})")
-    for log in sub.logs:
-        for name, value in log.parsed.hparams.items():
-            if str(value.value).strip().lower() not in _OFF | {"false"}:
-                found.setdefault(name.upper(), f"{log.rel}:{value.line} ({value.text})")
     return found
 
 

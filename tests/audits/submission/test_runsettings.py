@@ -59,6 +59,58 @@ def test_a_run_that_leaves_it_off_keeps_the_warning(tmp_path):
     assert {str(x.severity) for x in f} == {"WARN"}
 
 
+def test_a_setting_the_logs_print_is_as_the_logs_show_it(tmp_path):
+    """The logs are the runs: a README command that turns the setting on describes another run."""
+    readme = "# Ablation\n\n`SLOT_ENABLED=1 python train_gpt.py` was tried and is not this run.\n"
+    log = "Hyperparameters:\n  slot_enabled: False\n  seed: 42\nstep:1/10 train_loss:6.9 train_time:100ms\n"
+    f = _slot(tmp_path, **{"README.md": readme, "train_seed42.log": log})
+    assert {str(x.severity) for x in f} == {"WARN"}
+
+
+def test_a_setting_set_to_zero_in_prose_stays_off(tmp_path):
+    readme = "# Notes\n\nSLOT is disabled (SLOT_ENABLED=0). Also `SLOT_ENABLED=0`, and SLOT_ENABLED=0.0.\n"
+    assert {str(x.severity) for x in _slot(tmp_path, **{"README.md": readme})} == {"WARN"}
+
+
+# The evaluation reads the validation tokens itself, from an object's field, and runs only when
+# the caller's test of SLOT_ENABLED, read through a minifier's alias of os.environ.get, passes.
+SELF_READING = SLOT.replace("import os\n", "import os\n\n_E = os.environ.get\n").replace(
+    "def eval_val_slot(model, val_tokens, seq_len=1024, stride=512, bsz=16):\n",
+    "def eval_val_slot(model, data, seq_len=1024, stride=512, bsz=16):\n    val_tokens = data.val_tokens\n",
+).replace(
+    "    print(f\"final_slot val_loss:{eval_val_slot(model, load('val')):.6f}\")\n",
+    "    run_evals(Settings(), model, Validation())\n",
+).replace("\ndef main():", """
+class Settings:
+    slot_enabled = bool(int(_E("SLOT_ENABLED", "0")))
+
+
+class Validation:
+    def __init__(self):
+        self.val_tokens = load("val")
+
+
+def run_evals(settings, model, data):
+    if settings.slot_enabled:
+        print(f"final_slot val_loss:{eval_val_slot(model, data):.6f}")
+
+
+def main():""")
+
+
+def test_a_function_called_only_behind_the_setting_is_gated_too(tmp_path):
+    assert "_E = os.environ.get" in SELF_READING and "run_evals(Settings()" in SELF_READING
+    folder = write_folder(tmp_path, {"train_gpt.py": SELF_READING})
+    f = by_rule(audit_findings(folder, only=frozenset({"SLOT"})), "SLOT")
+    assert {str(x.severity) for x in f} == {"WARN"}
+    assert "only when SLOT_ENABLED is set" in f[0].message
+    log = "Hyperparameters:\n  slot_enabled: True\nstep:1/10 train_loss:6.9 train_time:100ms\n"
+    on = by_rule(audit_findings(write_folder(tmp_path / "on", {"train_gpt.py": SELF_READING,
+                                                                "train_seed42.log": log}),
+                                only=frozenset({"SLOT"})), "SLOT")
+    assert {str(x.severity) for x in on} == {"FAIL"}
+
+
 def test_a_validation_shard_linked_as_training_data_is_val_in_training(tmp_path):
     readme = ("# Val-only\n\n```bash\nmkdir -p /data/valonly\n"
               "ln -s /data/sp1024/fineweb_val_000000.bin /data/valonly/fineweb_train_000000.bin\n"
