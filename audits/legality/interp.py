@@ -758,6 +758,10 @@ class FunctionWalk:
             else:
                 taint |= self.value(part.expression)
                 text += "*"
+        # a loss or a model's output formatted into text is a message (a log line, a report), no
+        # longer a score; what the text names (a data path, the tokens in a key) it keeps
+        taint = frozenset(label for label in taint if label[0] != "loss" and label not in (MODEL, PROB)
+                          and label[0] != "out")
         return taint | operators.string_taint(text)
 
     def v_passthrough(self, node) -> Taint:
