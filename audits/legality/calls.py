@@ -170,7 +170,7 @@ def _env_flag(w, args: list[Arg]) -> Taint:
     if isinstance(default, cst.SimpleString):
         on = str(default.evaluated_value).strip().lower() not in ("", "0", "false", "no", "off")
     elif isinstance(default, (cst.Integer, cst.Float)):
-        on = float(default.value) != 0
+        on = default.evaluated_value != 0
     elif isinstance(default, cst.Name) and default.value in ("True", "False", "None"):
         on = default.value == "True"
     else:

@@ -96,7 +96,7 @@ def additive_smoothing(node: cst.BinaryOperation) -> bool:
     def added(expr):
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add) \
                 and isinstance(expr.right, (cst.Integer, cst.Float)):
-            return float(expr.right.value)
+            return float(expr.right.evaluated_value)
         return None
     num, den = added(node.left), added(node.right)
     return num is not None and den is not None and num > 0 and den < 2 * num
@@ -150,7 +150,7 @@ def _factors(node) -> list[cst.BaseExpression]:
 
 
 def _is_one(node) -> bool:
-    return isinstance(node, (cst.Integer, cst.Float)) and float(node.value) == 1.0
+    return isinstance(node, (cst.Integer, cst.Float)) and node.evaluated_value == 1
 
 
 def _minus_one(node) -> bool:
@@ -168,11 +168,11 @@ def _called_name(node) -> str | None:
 
 def is_ln2(node) -> bool:
     if isinstance(node, cst.Float):
-        return any(abs(float(node.value) - b) < 1e-3 for b in _BITS)
+        return any(abs(node.evaluated_value - b) < 1e-3 for b in _BITS)
     if isinstance(node, cst.Call) and isinstance(node.func, (cst.Attribute, cst.Name)):
         name = node.func.attr.value if isinstance(node.func, cst.Attribute) else node.func.value
         return name == "log" and len(node.args) == 1 and isinstance(node.args[0].value, (cst.Integer, cst.Float)) \
-            and float(node.args[0].value.value) == 2.0
+            and node.args[0].value.evaluated_value == 2
     return False
 
 
@@ -182,7 +182,7 @@ def bytes_ratio(node) -> bool:
         node = node.right if isinstance(node.left, (cst.Integer, cst.Float)) else node
     if not isinstance(node, cst.Float):
         return False
-    value = float(node.value)
+    value = node.evaluated_value
     return 1.5 <= value <= 8.0 or 0.125 <= value <= 0.67
 
 

@@ -166,3 +166,22 @@ def test_rule_docs_have_the_headings(rule):
     text = doc(rule)
     for heading in ("What it checks:", "Why it matters:", "Illegal:", "Legal:", "Known limits:"):
         assert heading in text, f"{rule}: no '{heading}'"
+
+
+def test_number_literals_in_any_base_are_read():
+    """Hex, octal, binary and underscored literals where the analysis reads numbers (a setting's
+    default, smoothing constants, a tilt's constant) are values, not a crash of every rule."""
+    source = '''import os
+import torch
+
+MASK = int(os.environ.get("MASK", 0xE000))
+BITS = os.environ.get("BITS", 0b1010)
+
+
+def score(counts, total, p, ids):
+    smoothed = (counts + 0x1) / (total + 0o2)
+    tilted = torch.log1p(p * (torch.exp(torch.tensor(1.5)) - 0x1))
+    return smoothed, tilted, [chr(0xE000 + i) for i in ids], 1_000 + 0xD15EA5E
+'''
+    result = legality.analyse_sources((("train_gpt.py", source),))
+    assert "train_gpt.py" in result.scripts and not result.unparsed
