@@ -749,8 +749,12 @@ class FunctionWalk:
         if isinstance(node, cst.SimpleString):
             value = node.evaluated_value
             return operators.string_taint(value) if isinstance(value, str) else EMPTY
-        if isinstance(node, cst.ConcatenatedString):
-            return self.value(node.left) | self.value(node.right)
+        if isinstance(node, cst.ConcatenatedString):  # "a" "b" "c": a chain, walked in a loop
+            taint = EMPTY                                 # (thousands of parts in a payload)
+            while isinstance(node, cst.ConcatenatedString):
+                taint |= self.value(node.left)
+                node = node.right
+            return taint | self.value(node)
         text, taint = "", EMPTY
         for part in node.parts:
             if isinstance(part, cst.FormattedStringText):
