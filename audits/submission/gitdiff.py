@@ -34,17 +34,31 @@ def git(repo: Path, *args: str) -> bytes:
 
 
 def changed_paths(repo: Path, base: str, head: str = "HEAD") -> list[tuple[str, str]]:
-    """(status letter, path) for every path `head` changes relative to its merge base with `base`."""
+    """(status letter, path) for every path `head` changes relative to its merge base with `base`;
+    where the two histories share no commit (a branch pushed from a fresh repository), relative
+    to `base` itself."""
     if not (repo / ".git").exists():
         git(repo, "rev-parse", "--git-dir")  # raises a clear error when not a repository
     git(repo, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}")
-    out = git(repo, "diff", "--name-status", "--no-renames", "-z", f"{base}...{head}")
+    since = f"{base}...{head}" if _merge_base(repo, base, head) else f"{base}..{head}"
+    out = git(repo, "diff", "--name-status", "--no-renames", "-z", since)
     fields = out.decode("utf-8", "surrogateescape").split("\0")
     changes = []
     for status, path in zip(fields[0::2], fields[1::2]):
         if status:
             changes.append((status[0], path))
     return changes
+
+
+def _merge_base(repo: Path, base: str, head: str) -> bool:
+    """Do the histories of `base` and `head` share a commit? (`git merge-base` exits 1 if not.)"""
+    try:
+        git(repo, "merge-base", base, head)
+    except InputError as exc:
+        if "exit 1" in str(exc):
+            return False
+        raise
+    return True
 
 
 def added_folders(changes: list[tuple[str, str]]) -> list[str]:

@@ -130,6 +130,17 @@ def test_base_diff_touching_other_files_fails_with_each_path(repo):
     assert "deletes records/track_10min_16mb/2026-03-17_Old/README.md" in messages
 
 
+def test_a_branch_sharing_no_history_with_the_base_is_read_against_the_base(repo):
+    """A PR pushed from a fresh repository has no merge base: its change is what its tree holds
+    that the base's does not (here, one new folder beside a copy of the base's files)."""
+    _git(repo, "checkout", "-q", "--orphan", "fresh")
+    write_folder(repo / "records/track_10min_16mb" / GOOD, good_folder_files())
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "unrelated history")
+    f = audit_findings(repo, base_ref="main")
+    assert by_rule(f, "LAYOUT_NOT_SINGLE_FOLDER") == []
+
+
 def test_base_diff_without_any_records_folder(repo):
     (repo / "README.md").write_text("changed\n")
     _git(repo, "commit", "-qam", "only readme")
