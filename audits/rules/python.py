@@ -3,7 +3,7 @@ compiles, and self-extracting payloads that cannot be read."""
 
 from __future__ import annotations
 
-from audits import pyversion
+from audits import legality, pyversion
 from audits.findings import Severity
 from audits.registry import (FAIL, NEEDS_ACTION, WARN, Rule, check, found, issue, pgolf, pr, readme,
                              rules)
@@ -42,9 +42,16 @@ def _problems(sub, options, rule: str):
     """The analysis of each distinct source that runs (a sibling executed by a stub is analysed
     once, under its own name), as findings of `rule`."""
     sources: dict[str, list] = {}
+    readable = sorted((rel, s.source) for rel, s in sub.scripts.items() if s.source is not None)
+    _, skipped = legality.within_budget(readable)
     for rel, script in sorted(sub.scripts.items()):
-        if script.source is not None:
+        if script.source is not None and rel not in skipped:
             sources.setdefault(script.source, []).append(script)
+    if skipped:
+        names = ", ".join(skipped[:3]) + (", ..." if len(skipped) > 3 else "")
+        yield found(rule, f"{len(skipped)} scripts the run does not import were not checked ({names}): "
+                    f"past the {legality.SIDE_BUDGET:,} characters of such scripts the audit reads",
+                    severity=Severity.INFO, unchecked=True)
     for source, scripts in sources.items():
         scripts.sort(key=lambda s: (s.wrapper_note is not None, s.rel))
         script = scripts[0]
