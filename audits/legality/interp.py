@@ -355,12 +355,12 @@ class FunctionWalk:
         blocks = compound_blocks(node)
         saved = self.switched
         self.switched = saved | env.needs(body_needs)
-        self.block(blocks[0], -1)
+        self.block(blocks[0], order.TERMINAL - 1 if syntax.leaves(blocks[0]) else -1)
         after_body = self.env
         self.env = dict(before)
         self.switched = saved | env.needs(else_needs)
         if len(blocks) > 1:
-            self.block(blocks[1], -2)
+            self.block(blocks[1], order.TERMINAL - 2 if syntax.leaves(blocks[1]) else -2)
         self.switched = saved
         self.env = env.join(after_body, self.env)
 

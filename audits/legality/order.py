@@ -34,14 +34,23 @@ def _passes(taint: Taint) -> list:
     return [label for label in taint if label[0] in ("loss", "out")]
 
 
+# A branch of an `if` that leaves the function (ends in return, raise or sys.exit) has a block
+# number below this: what it runs is never followed by the statements after that `if`.
+TERMINAL = -100
+
+
 def relation(a: Site, b: Site) -> str:
     """Where `a` runs relative to `b` within one pass through their common statements:
-    before, after, exclusive (different branches of an if), or same (one statement)."""
-    for x, y in zip(a.path, b.path):
+    before, after, exclusive (different branches of an if, or a branch that returns and what
+    follows the if), or same (one statement)."""
+    for n, (x, y) in enumerate(zip(a.path, b.path)):
         if x == y:
             continue
         (block_a, i_a), (block_b, i_b) = x, y
         if block_a == block_b:
+            first = a if i_a < i_b else b
+            if len(first.path) > n + 1 and first.path[n + 1][0] <= TERMINAL:
+                return "exclusive"
             return "before" if i_a < i_b else "after"
         if block_a < 0 and block_b < 0:
             return "exclusive"

@@ -67,3 +67,17 @@ def root_name(node) -> str | None:
 def is_false(test) -> bool:
     return (isinstance(test, cst.Name) and test.value == "False") or (
         isinstance(test, cst.Integer) and test.value == "0")
+
+
+def leaves(stmts) -> bool:
+    """Does the block end by leaving the function: `return`, `raise`, `sys.exit(...)`?"""
+    if not stmts or not isinstance(stmts[-1], cst.SimpleStatementLine):
+        return False
+    last = stmts[-1].body[-1]
+    if isinstance(last, (cst.Return, cst.Raise)):
+        return True
+    if isinstance(last, cst.Expr) and isinstance(last.value, cst.Call):
+        func = last.value.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
+        return name in ("exit", "_exit", "quit")
+    return False
