@@ -297,16 +297,18 @@ class FunctionWalk:
                 and isinstance(value, cst.Subscript) and isinstance(value.value, cst.Name):
             self.subsets[node.targets[0].target.value] = value.value.value
 
-    def note_slice(self, value: cst.BaseExpression) -> None:
+    def note_slice(self, value: cst.BaseExpression, context_only: bool = False) -> None:
         """`y = chunk[1:]`, `tok = int(ids[p])`: a named slice of data, kept to find which of the
-        slices of one tensor is the later one (the targets; see run)."""
+        slices of one tensor is the later one (the targets; see run). Inside arithmetic only the
+        context an n-gram reads by position counts (`h ^= t[j - (w - k)] * prime`): shifted
+        slices there are differences or midpoints (`(c[:-1] + c[1:]) / 2`), not targets."""
         if isinstance(value, cst.Tuple):  # `x, y = t[:-1], t[1:]`
             for element in value.elements:
-                self.note_slice(element.value)
+                self.note_slice(element.value, context_only)
             return
-        if isinstance(value, cst.BinaryOperation):  # `t[j - (w - k)] * prime`
-            self.note_slice(value.left)
-            self.note_slice(value.right)
+        if isinstance(value, cst.BinaryOperation):
+            self.note_slice(value.left, True)
+            self.note_slice(value.right, True)
             return
         sub = shapes.unwrap(value)
         if not isinstance(sub, cst.Subscript):
@@ -314,7 +316,9 @@ class FunctionWalk:
         spelled = imports.dotted(sub.value)
         base = self.value(sub.value) if spelled is not None else EMPTY
         if spelled is not None and has_data(base) and MODEL not in base:
-            self.shapes_seen.append((sub, spelled, shapes.index_shape(sub, self.code), base))
+            shape = shapes.index_shape(sub, self.code)
+            if not context_only or shapes.context_by_position(shape):
+                self.shapes_seen.append((sub, spelled, shape, base))
 
     def normalizer(self, taint: Taint) -> None:
         """A log or a divisor that does not involve the scored token, or the closed form of a
