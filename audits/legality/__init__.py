@@ -76,6 +76,13 @@ def within_budget(sources: list[tuple[str, str]]) -> tuple[list, list[str]]:
     return kept, skipped
 
 
+def not_checked(skipped: list[str] | tuple[str, ...]) -> str:
+    """The finding's words for the scripts within_budget left out."""
+    names = ", ".join(skipped[:3]) + (", ..." if len(skipped) > 3 else "")
+    return (f"{len(skipped)} scripts the run does not import were not checked ({names}): past the "
+            f"{SIDE_BUDGET:,} characters of such scripts the audit reads")
+
+
 @functools.lru_cache(maxsize=4)
 def analyse_sources(sources: tuple[tuple[str, str], ...]) -> Result:
     parsed, unparsed = {}, {}

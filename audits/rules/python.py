@@ -48,10 +48,7 @@ def _problems(sub, options, rule: str):
         if script.source is not None and rel not in skipped:
             sources.setdefault(script.source, []).append(script)
     if skipped:
-        names = ", ".join(skipped[:3]) + (", ..." if len(skipped) > 3 else "")
-        yield found(rule, f"{len(skipped)} scripts the run does not import were not checked ({names}): "
-                    f"past the {legality.SIDE_BUDGET:,} characters of such scripts the audit reads",
-                    severity=Severity.INFO, unchecked=True)
+        yield found(rule, legality.not_checked(skipped), severity=Severity.INFO, unchecked=True)
     for source, scripts in sources.items():
         scripts.sort(key=lambda s: (s.wrapper_note is not None, s.rel))
         script = scripts[0]

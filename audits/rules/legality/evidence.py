@@ -22,10 +22,7 @@ def findings(sub, rule: str, skip: frozenset[str] = frozenset()):
         yield found(rule, f"{rel} was not checked: {why}", severity=Severity.INFO,
                     file=rel, unchecked=True)
     if result.skipped:
-        names = ", ".join(result.skipped[:3]) + (", ..." if len(result.skipped) > 3 else "")
-        yield found(rule, f"{len(result.skipped)} scripts the run does not import were not checked "
-                    f"({names}): past the {legality.SIDE_BUDGET:,} characters of such scripts the "
-                    "analysis reads", severity=Severity.INFO, unchecked=True)
+        yield found(rule, legality.not_checked(result.skipped), severity=Severity.INFO, unchecked=True)
     for rel, script in sorted(sub.scripts.items()):
         parsed = result.scripts.get(rel)
         if script.unwrapped is None and parsed is not None and _is_wrapper(parsed):
