@@ -118,11 +118,11 @@ def _judgment(e: Event, resolved: set[int]) -> list[Verdict]:
             return []
         return [Verdict("TTT_SCORE_AFTER_ADAPT", "multi_epoch", WARN, e.site)]
     if rule == "PREQUANT_TTT_ON_VAL":
-        return [Verdict(rule, "trained_then_scored", FAIL, e.site, e.other)]
+        return [Verdict(rule, "trained_then_scored", FAIL, e.site, e.other, origin=e.opening)]
     if rule == "TTT_SCORE_AFTER_ADAPT":
         kind = ("rescored_after_pass" if "rescored" in e.flags else "adapt_pass" if "pass" in e.flags
                 else "scored_again" if "again" in e.flags else "adapt_then_score")
-        return [Verdict(rule, kind, FAIL, e.site, e.other)]
+        return [Verdict(rule, kind, FAIL, e.site, e.other, origin=e.opening if kind == "adapt_pass" else None)]
     if rule in ("SLOT", "ETLB"):
         if "context_only" in e.flags:
             return [Verdict(rule, "context_only", WARN, e.site, e.other)]

@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import dataclasses
 
+import libcst as cst
+
 from audits.legality import apis
+from audits.legality.program import compound_blocks
 from audits.legality.values import (
     Event, Site, Taint, data_roots, exclusive, is_score, is_update, kinds, switches,
 )
@@ -147,8 +150,8 @@ def _evaluation_pass(update: Event, score: Event) -> list[Event]:
     """An adaptation pass over the tokens at evaluation time, scored after it (C3). Where the
     pass that adapted also scored them (score-first TTT), the later score is a second pass over
     the same tokens as well (C4). Both are placed at the calls in this function: at the pass
-    where it trained on tokens not yet scored, at the score after it where the pass was legal
-    by itself and only that score breaks the order."""
+    where it trained on tokens not yet scored (its finding names where the pass begins), at the
+    score after it where the pass was legal by itself and only that score breaks the order."""
     made = {label[1] for label in update.state if label[0] == "objref" and label[1][0] == "obj"}
     scored = {label[1] for label in score.taint if label[0] == "objref" and label[1][0] == "obj"}
     if made and scored and not made & scored:
@@ -156,7 +159,8 @@ def _evaluation_pass(update: Event, score: Event) -> list[Event]:
     flags = frozenset({"pass"}) | switches(update, score)
     adapt, rescore = _here(update.site), _here(score.site)
     if "resolved" not in update.flags:
-        return [Event("judgment", adapt, update.taint, score.taint, detail=TTT, other=rescore, flags=flags)]
+        return [Event("judgment", adapt, update.taint, score.taint, detail=TTT, other=rescore, flags=flags,
+                      opening=_opening(update.site, score.site))]
     return [Event("judgment", rescore, update.taint, score.taint, detail=TTT, other=adapt,
                   flags=flags | {"rescored"}),
             Event("judgment", rescore, update.taint, score.taint, detail=TWO_PASS, other=adapt, flags=flags)]
@@ -165,6 +169,49 @@ def _evaluation_pass(update: Event, score: Event) -> list[Event]:
 def _here(site: Site) -> Site:
     """The statement of this function that runs `site` (the call, where it was reached through one)."""
     return Site(site.fn, site.node, site.path, site.loops)
+
+
+def _opening(site: Site, score: Site) -> Site | None:
+    """Where a pass of its own over the tokens begins, for a reader: the function called here
+    that loops over the update itself (a `ttt_adapt(model, val_tokens, epochs)`), else the
+    outermost statement of this function that holds the update but not the score after it (the
+    `if epochs > 0:` opening a fine-tune written inline). None where that is the update itself."""
+    if len(site.chain) == 1 and site.inner_fn.node is not None:
+        callee = site.inner_fn
+        if _holder(callee.script, callee.body, callee.script.position(site.inner), loops_only=True) is not None:
+            return Site(site.fn, site.node, site.path, site.loops, inner=callee.node, inner_fn=callee)
+    script = site.fn.script
+    at, score_at = script.position(site.node), script.position(score.node)
+    if at is None or score_at is None:
+        return None
+    statements = site.fn.body
+    while True:
+        holder = _holder(script, statements, at)
+        if holder is None:
+            return None
+        if not _holds(script.position(holder), score_at):
+            break
+        statements = [s for block in compound_blocks(holder) for s in block]
+    if not compound_blocks(holder):
+        return None
+    return Site(site.fn, site.node, site.path, site.loops, inner=holder)
+
+
+def _holder(script, statements, at, loops_only: bool = False):
+    """The statement among `statements` whose source holds the place `at`; with `loops_only`,
+    the outermost loop, at any depth, that holds it."""
+    for stmt in statements:
+        if at is None or not _holds(script.position(stmt), at):
+            continue
+        if not loops_only or isinstance(stmt, (cst.For, cst.While)):
+            return stmt
+        return _holder(script, [s for block in compound_blocks(stmt) for s in block], at, loops_only)
+    return None
+
+
+def _holds(outer, inner) -> bool:
+    return outer is not None and (outer.start.line, outer.start.column) <= (inner.start.line, inner.start.column) \
+        and (inner.end.line, inner.end.column) <= (outer.end.line, outer.end.column)
 
 
 def judge(fn, events: list[Event]) -> list[Event]:
@@ -318,7 +365,8 @@ def _verdict(update: Event, score: Event, loops: tuple, how: str, events: list[E
             return _evaluation_pass(update, score)
         if _after_training(update, events) and not mixed:  # placed at the call of the fine-tune
             return [Event("judgment", _here(update.site), update.taint, score.taint, detail=PREQUANT,
-                          other=_here(score.site), flags=frozenset({how}) | switches(update, score))]
+                          other=_here(score.site), flags=frozenset({how}) | switches(update, score),
+                          opening=_opening(update.site, score.site))]
         return [verdict(VAL_IN_TRAINING, {how})]
     if ("train",) in update.taint and ("train",) not in score.taint:
         return [verdict(TRAIN_AT_EVAL, {how})]

@@ -127,6 +127,7 @@ class Event:
     flags: frozenset = frozenset()
     other: Site | None = None  # judgment: the second operation (e.g. the score after an update)
     entered: Site | None = None  # the call that passed the validation data in, where it came in so
+    opening: Site | None = None  # judgment on a pass of its own: where that pass begins
 
     def moved(self, call: Site, args: list[Taint]) -> Event:
         taint = substitute(self.taint, args, call, self.site.fn)

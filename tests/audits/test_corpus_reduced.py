@@ -64,4 +64,4 @@ def test_reduced_case_gets_its_verdict_and_blocks_on_its_rules(name):
     if verdict == PASS:
         assert blocking == set()
     named = {(f.rule, f.file, f.line) for f in report.findings if level_of(f) != PASS or f.severity == Severity.WARN}
-    assert places <= named, sorted(named)
+    assert places <= named, sorted(named, key=str)

@@ -15,7 +15,8 @@ WORDS = words(
     trained_then_scored=Words(
         "validation tokens are trained on at {at} and scored after that, at {other}",
         "Do not fine-tune on validation tokens before scoring them; to adapt at test time, score "
-        "each chunk first, then train on it."),
+        "each chunk first, then train on it.",
+        origin="the fine-tune begins at {origin}"),
 )
 
 

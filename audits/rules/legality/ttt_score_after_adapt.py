@@ -22,7 +22,7 @@ WORDS = words(
         "tokens trained on at {at} are scored again at {other} in a later pass of the loop", _HINT),
     adapt_pass=Words(
         "the pass at {at} trains the exported model on the validation tokens, which are scored "
-        "after it, at {other}", _HINT),
+        "after it, at {other}", _HINT, origin="the pass begins at {origin}"),
     rescored_after_pass=Words(
         "the validation tokens are scored at {at} after the pass at {other} trained on them (that "
         "pass scored each chunk first; this later score comes after the training)",
