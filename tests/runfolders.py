@@ -32,7 +32,7 @@ def run_log(seed: int, script: bytes = SAMPLE_SCRIPT, *, bpb: float | None = Non
     model_bytes = 15_861_000 + (seed % 97) * 1013 if model_bytes is None else model_bytes
     code_sha256 = hashlib.sha256(script).hexdigest() if code_sha256 is None else code_sha256
     plain = len(script)
-    packed = len(codesize.compact_form(script.decode("utf-8")).encode("utf-8"))
+    packed = len(codesize.shipped_form(codesize.read_source(script)))
     hparams = {"data_dir": "./data/", "datasets_dir": "./data/datasets/fineweb10B_sp8192",
                "eval_stride": "64", "gptq_reserve_seconds": "8.0", "iterations": "20000",
                "matrix_lr": "0.022", "max_wallclock_seconds": "600.0", "model_dim": "512",

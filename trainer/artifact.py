@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from trainer.codesize import compact_form
+from trainer.codesize import shipped_form
 from trainer.distributed import broadcast_object, rank_and_world
 from trainer.extras import EXTRAS
 from trainer.compress import (compress_all, compress_artifact, container_sample, pack_tensors,
@@ -92,7 +92,7 @@ def check_floor(cfg, model: nn.Module, code: str, log: Callable[[str], None]) ->
                                     **quantization_settings(cfg))
     zeroed = {n: QTensor(torch.zeros_like(v.q), v.scale, v.bits, v.method)
               if isinstance(v, QTensor) else v for n, v in quantized.items()}
-    floor = len(compress_artifact(pack_tensors(zeroed), "lzma")) + len(compact_form(code).encode())
+    floor = len(compress_artifact(pack_tensors(zeroed), "lzma")) + len(shipped_form(code))
     if floor > CAP_BYTES:
         raise ArtifactTooLarge(f"even with every quantized weight at zero the artifact would be "
                                f"{floor:,} bytes (row scales, fp16 tensors and code), over the "
@@ -160,7 +160,7 @@ def _package(cfg, quantized: dict, hessians: dict[str, Tensor], code: str,
     log(f"compression: {method} {len(artifact):,} bytes in {seconds:.1f}s "
         f"(container {len(container):,})")
     code_raw = len(code.encode("utf-8"))
-    code_compact = len(compact_form(code).encode("utf-8"))
+    code_compact = len(shipped_form(code))
     pruned, unpruned = 0, None
     if len(artifact) + code_compact > CAP_BYTES:
         unpruned = artifact

@@ -16,6 +16,7 @@ from torch import nn
 
 from trainer.artifact import (ArtifactTooLarge, calibration_seconds, check_floor,
                               unpruned_path, write_artifact)
+from trainer.codesize import read_source
 from trainer.compress import ArtifactError, CompressorUnavailable
 from trainer.errors import TrainerError
 from trainer.extras import EXTRAS
@@ -70,7 +71,7 @@ def _running_code(code_path: Path | None) -> str:
     """The source counted in the artifact: the running train_gpt.py; from the package (no
     bundle), the trainer modules this process loaded, which is what a bundle would hold."""
     if code_path is not None or not EXTRAS:  # a bundle always has its file
-        return code_path.read_text(encoding="utf-8")
+        return read_source(code_path.read_bytes())
     files = sorted({m.__file__ for name, m in sys.modules.items()
                     if name.startswith("trainer.") and getattr(m, "__file__", None)})
     log(f"code: counted from the {len(files)} trainer modules loaded (running the package, "

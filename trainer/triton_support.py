@@ -11,7 +11,7 @@ from __future__ import annotations
 import linecache
 from pathlib import Path
 
-from trainer.codesize import unwrap
+from trainer.codesize import read_source, unwrap
 
 try:
     import triton
@@ -25,7 +25,7 @@ def _kernel_sources_readable() -> bool:
     if _kernel_sources_readable.__code__.co_filename != "<string>":
         return True  # a file on disk
     path = globals().get("__file__")  # the wrapper's: exec() ran this code in its namespace
-    source = unwrap(Path(path).read_text(encoding="utf-8")) if path else None
+    source = unwrap(read_source(Path(path).read_bytes())) if path else None
     if source is None:
         return False
     linecache.cache["<string>"] = (len(source), None, source.splitlines(keepends=True), "<string>")

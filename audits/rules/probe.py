@@ -27,15 +27,16 @@ RULES = rules(
 
 @functools.lru_cache(maxsize=4)
 def bundle_hashes(pinned: tuple[tuple[str, object], ...] | None = None) -> dict[str, str]:
-    """sha256 -> description of the train_gpt.py this pgolf version builds, raw and in its
-    compact self-extracting form (what `pgolf package` may ship): the full bundle, or with
-    `pinned` the record bundle for those settings."""
+    """sha256 -> description of the train_gpt.py this pgolf version builds, raw, in the records'
+    compact self-extracting form and in the packed form `pgolf package` ships: the full bundle,
+    or with `pinned` the record bundle for those settings."""
     from trainer.bundle import build_bundle  # the bundler of `pgolf train`
-    from trainer.codesize import compact_form
+    from trainer.codesize import compact_form, shipped_form
     source = build_bundle(settings=None if pinned is None else dict(pinned))
     name = "the bundle" if pinned is None else "the record bundle"
     return {hashlib.sha256(source.encode()).hexdigest(): name,
-            hashlib.sha256(compact_form(source).encode()).hexdigest(): f"{name}'s compact form"}
+            hashlib.sha256(compact_form(source).encode()).hexdigest(): f"{name}'s compact form",
+            hashlib.sha256(shipped_form(source)).hexdigest(): f"{name}'s packed form"}
 
 
 def known_hashes(source: str | None) -> dict[str, tuple[str, tuple[tuple[str, str], ...]]]:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from audits.findings import Severity
 from audits.submission import logparse, metadata, unwrap
+from trainer.codesize import read_source
 
 MAX_ENTRIES = 5000
 MAX_DEPTH = 8
@@ -341,11 +342,15 @@ def _read_script(sub: Submission, path: Path, rel: str) -> None:
         sub.scripts[rel] = Script(rel, b"", None)
         return
     try:
-        text = data.decode("utf-8").removeprefix("\ufeff")  # Python reads a source's BOM as its encoding mark
+        text = read_source(data)  # as Python reads it: UTF-8 unless it declares an encoding (PEP 263)
     except UnicodeDecodeError as exc:
-        sub.problems.append(_problem("FILE_UNREADABLE", f"{display_name(rel)} is not UTF-8 (byte "
-                                  f"{exc.start}); Python will refuse to run it", file=display_name(rel),
-                                  hint="Save the script as UTF-8."))
+        sub.problems.append(_problem("FILE_UNREADABLE", f"{display_name(rel)} is not in the encoding "
+                                  f"it declares, or UTF-8 (byte {exc.start}); Python will refuse to run it",
+                                  file=display_name(rel), hint="Save the script as UTF-8."))
+        text = None
+    except SyntaxError as exc:
+        sub.problems.append(_problem("FILE_UNREADABLE", f"{display_name(rel)}: {exc.msg}; Python will "
+                                  "refuse to run it", file=display_name(rel), hint="Save the script as UTF-8."))
         text = None
     script = Script(rel, data, text)
     if text is not None:

@@ -1,6 +1,7 @@
 """Count code bytes the way merged records do: minify, compress, wrap in a self-extracting stub.
 
-The minifier, the wrapper and the compact form live in `trainer.codesize`: the trainer logs the
+The minifier, the wrappers (the records' and the one `pgolf package` ships) and the compact form
+live in `trainer.codesize`: the trainer logs the
 same count (`Code size (compressed): N bytes`) from inside the single-file bundle, which cannot
 import pgolf, and one implementation means the log and the audit never disagree. Reading any
 wrapper back is `audits.submission.unwrap`'s job.
@@ -13,10 +14,12 @@ import posixpath
 
 from audits.submission import ENTRY_SCRIPT, Script, Submission
 from audits.submission.imports import imports
-from trainer.codesize import WRAPPER_HEAD, WRAPPER_TAIL, MinifyError, compact_form, minify, wrap
+from trainer.codesize import (
+    WRAPPER_HEAD, WRAPPER_TAIL, MinifyError, compact_form, minify, pack, read_source, shipped_form, wrap,
+)
 
-__all__ = ["WRAPPER_HEAD", "WRAPPER_TAIL", "MinifyError", "compact_form", "minify", "wrap",
-           "counted_bytes", "code_that_runs"]
+__all__ = ["WRAPPER_HEAD", "WRAPPER_TAIL", "MinifyError", "compact_form", "minify", "pack", "read_source",
+           "shipped_form", "wrap", "counted_bytes", "code_that_runs"]
 
 
 def counted_bytes(raw: bytes, source: str | None) -> int:

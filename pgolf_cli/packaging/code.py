@@ -2,8 +2,8 @@
 
 `wrapped` (the default) ships pgolf's smallest self-extracting form: the token-level minifier of
 `audits.submission.codesize` (it never rewrites an expression, so code legal on the target Python stays
-legal), raw LZMA2, base85, a two-line `exec` stub. Before shipping it, the result is checked
-three ways: the minified program parses to the same syntax tree as the original once string
+legal), raw LZMA2 kept as bytes in a latin-1 string literal, a three-line `exec` stub
+(`trainer.codesize.pack`). Before shipping it, the result is checked three ways: the minified program parses to the same syntax tree as the original once string
 statements (docstrings) are set aside, the wrapper decodes back to exactly the minified text, and
 the wrapper compiles. `plain` ships the file that ran, byte for byte.
 """
@@ -45,13 +45,13 @@ def ship(script: bytes, form: str) -> ShippedCode:
         raise PackageError(f"train_gpt.py does not tokenize on Python {here} ({exc}); package under "
                            "the Python the run used, or use --code-form plain") from None
     _same_program(text, minified, here)
-    wrapper = codesize.wrap(minified)
-    decoded = unwrap(wrapper, "train_gpt.py", _no_siblings)
+    wrapper = codesize.pack(minified)
+    decoded = unwrap(codesize.read_source(wrapper), "train_gpt.py", _no_siblings)
     if decoded is None or decoded.source != minified:
         raise PackageError("the self-extracting wrapper does not decode to the minified source; "
                            "use --code-form plain and report this pgolf bug")
     compile(wrapper, "train_gpt.py", "exec")
-    return ShippedCode("wrapped", wrapper.encode("utf-8"), minified)
+    return ShippedCode("wrapped", wrapper, minified)
 
 
 def _no_siblings(rel: str) -> bytes:

@@ -22,9 +22,9 @@ from pgolf_cli.packaging.runs import Run
 from pgolf_cli.packaging.settings import PER_RUN, changed_settings
 
 TRACK_LABEL = {"10min_16mb": "Record-track (10 minutes, 16 MB)", "non_record_16mb": "Non-record (16 MB)"}
-DECODE_COMMAND = ("python -c \"import lzma,base64;s=open('train_gpt.py').read();print(lzma.decompress("
-                  "base64.b85decode(s.split('\\\"')[1]),format=lzma.FORMAT_RAW,"
-                  "filters=[{'id':lzma.FILTER_LZMA2}]).decode())\"")
+DECODE_COMMAND = ("python -c \"import ast,lzma;s=open('train_gpt.py',encoding='latin-1').read();"
+                  "print(lzma.decompress(ast.literal_eval(s[s.index('\\\"'):s.rindex('\\\".encode')+1])"
+                  ".encode('latin-1'),format=lzma.FORMAT_RAW,filters=[{'id':lzma.FILTER_LZMA2}]).decode())\"")
 
 
 def render(request: PackageRequest, runs: list[Run], code: ShippedCode, data: dict,

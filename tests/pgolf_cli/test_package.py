@@ -97,12 +97,12 @@ def test_package_audits_the_folder_once(tmp_path, monkeypatch):
 
 def test_wrapped_script_is_the_minified_file_that_ran_and_counts_its_own_bytes(packaged):
     runs, result = packaged
-    shipped = (result.folder / "train_gpt.py").read_text()
-    payload = payload_of(shipped)
+    shipped = (result.folder / "train_gpt.py").read_bytes()
+    payload = payload_of(codesize.read_source(shipped))
     assert payload == codesize.minify(runfolders.SAMPLE_SCRIPT.decode())
-    assert shipped == codesize.compact_form(runfolders.SAMPLE_SCRIPT.decode())
+    assert shipped == codesize.shipped_form(runfolders.SAMPLE_SCRIPT.decode())
     data = result.submission
-    assert data["bytes_code"] == len(shipped.encode()) < len(runfolders.SAMPLE_SCRIPT)
+    assert data["bytes_code"] == len(shipped) < len(runfolders.SAMPLE_SCRIPT)
     assert data["code_form"] == "wrapped"
     assert data["code_sha256"] == hashlib.sha256(runfolders.SAMPLE_SCRIPT).hexdigest()
 
@@ -121,8 +121,8 @@ def _import_and_describe(path: Path) -> str:
 def test_wrapped_script_defines_the_same_program_as_the_file_that_ran(packaged):
     runs, result = packaged
     shipped = _import_and_describe(result.folder / "train_gpt.py")
-    # The stub's own two imports (`lzma as L, base64 as B`) are the only extra names.
-    assert shipped.replace("'B', ", "").replace("'L', ", "") == _import_and_describe(runs[0] / "train_gpt.py")
+    # The stub's own import (`lzma as L`) is the only extra name.
+    assert shipped.replace("'L', ", "") == _import_and_describe(runs[0] / "train_gpt.py")
 
 
 def test_every_submission_json_figure_is_traceable_to_a_log_line(packaged):
@@ -218,7 +218,7 @@ def test_readme_decode_command_prints_the_payload(packaged):
     command = re.search(r"```bash\n(python -c .*)\n```", (result.folder / "README.md").read_text()).group(1)
     done = subprocess.run(command, shell=True, cwd=result.folder, capture_output=True, text=True,
                           check=True, timeout=60)
-    assert done.stdout == payload_of((result.folder / "train_gpt.py").read_text()) + "\n"
+    assert done.stdout == payload_of(codesize.read_source((result.folder / "train_gpt.py").read_bytes())) + "\n"
 
 
 def test_plot_is_a_real_png(packaged):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from trainer.bundle import build_bundle, package_dir, pinned_settings
-from trainer.codesize import compact_form, minify, wrap
+from trainer.codesize import compact_form, minify, pack, shipped_form, wrap
 from trainer.config import PER_RUN, load_config, record_settings
 from trainer.errors import TrainerError
 from trainer_support import clean_env, make_data_dir
@@ -311,6 +311,7 @@ def test_the_record_bundle_is_the_trainer_less_what_the_record_never_runs(bundle
     assert build_bundle(settings=pinned) == record_text  # what the audit's probe rebuilds
     # Written minified, it counts itself as it is and holds no minifier.
     assert minify(record_text) == record_text and compact_form(record_text) == wrap(record_text)
+    assert shipped_form(record_text) == pack(record_text)
     assert "def minify" not in record_text and "def minify" in bundle_text
     # A setting's reason and choices are read only by the package and the extras: plain defaults.
     assert "knob" not in record_text and "seed:int=1337\n" in record_text

@@ -6,7 +6,7 @@ import torch
 
 from audits.submission.logparse import parse_log
 from trainer import artifact, compress, lqer, quant, scoring, sliding
-from trainer.codesize import compact_form
+from trainer.codesize import shipped_form
 from tinylm import byte_table, config, markov_tokens, tiny_model
 
 CODE = Path(artifact.__file__).read_text()
@@ -58,7 +58,7 @@ def test_export_logs_every_line_the_audit_reads(exported):
     log = parse_log("\n".join(lines))
     assert log.hessians is not None and log.calibration == "train"
     assert log.model_bytes.value == figures["model_bytes"]
-    assert log.code_bytes_compressed.value == len(compact_form(CODE).encode())
+    assert log.code_bytes_compressed.value == len(shipped_form(CODE))
     assert log.code_bytes_uncompressed.value == len(CODE.encode())
     assert log.artifact_bytes.value == figures["model_bytes"] + figures["code_bytes_compressed"]
     names = [m.name for m in log.metrics]

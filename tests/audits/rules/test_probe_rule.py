@@ -15,10 +15,10 @@ BUNDLE = "print('the bundle pgolf builds')\n"
 GATED = "PINNED: dict = {'smear_gate_enabled': True}\nprint('a record bundle with SmearGate')\n"
 
 
-def _folder(tmp_path, script: str):
+def _folder(tmp_path, script: str | bytes):
     folder = tmp_path / "records" / "track_10min_16mb" / "2026-05-01_Probe"
     folder.mkdir(parents=True)
-    (folder / "train_gpt.py").write_text(script)
+    (folder / "train_gpt.py").write_bytes(script if isinstance(script, bytes) else script.encode())
     return folder
 
 
@@ -95,10 +95,10 @@ def test_a_folder_shipping_this_pgolf_bundle_is_really_probed(tmp_path, record):
     the record settings in the self-extracting form `pgolf package` ships), and the probes on
     pgolf's own code."""
     from trainer.bundle import build_bundle
-    from trainer.codesize import compact_form
+    from trainer.codesize import shipped_form
     from trainer.config import load_config, record_settings
     probe_check.probe_results.cache_clear()
-    shipped = compact_form(build_bundle(settings=record_settings(load_config({})))) if record \
+    shipped = shipped_form(build_bundle(settings=record_settings(load_config({})))) if record \
         else build_bundle()
     code, findings = _audit(_folder(tmp_path, shipped), "--probe")
     assert code == 0, findings
@@ -112,7 +112,7 @@ def test_the_frontier_bundle_is_probed_with_its_gates_and_lqer(tmp_path):
     """The frontier preset's train_gpt.py, compact form: probed with SmearGate, the attention
     gate and LQER on, and the TTT mode it pins, and it passes."""
     from trainer.bundle import build_bundle
-    from trainer.codesize import compact_form
+    from trainer.codesize import compact_form, shipped_form
     from trainer.config import record_settings
     probe_check.probe_results.cache_clear()
     source = build_bundle(settings=record_settings(load_config({"PRESET": "frontier"})))
@@ -121,8 +121,9 @@ def test_the_frontier_bundle_is_probed_with_its_gates_and_lqer(tmp_path):
     assert [f["severity"] for f in findings] == ["INFO"]
     assert "21 probes passed" in findings[0]["message"]
     assert probe_check.probe_results.cache_info().currsize == 1
-    # Its switches, read from the PINNED of the source the wrapper holds.
-    assert probe_check.known_hashes(source)[
-        hashlib.sha256(compact_form(source).encode()).hexdigest()][1] == (
-        ("LQER_ENABLED", "1"), ("SMEAR_GATE_ENABLED", "1"), ("SPARSE_ATTN_GATE_ENABLED", "1"),
-        ("TTT_MODE", "sgd"))
+    # Its switches, read from the PINNED of the source the wrapper holds, in either wrapper.
+    known = probe_check.known_hashes(source)
+    for shipped in (compact_form(source).encode(), shipped_form(source)):
+        assert known[hashlib.sha256(shipped).hexdigest()][1] == (
+            ("LQER_ENABLED", "1"), ("SMEAR_GATE_ENABLED", "1"), ("SPARSE_ATTN_GATE_ENABLED", "1"),
+            ("TTT_MODE", "sgd"))

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 import audits
-from audits.submission.codesize import MinifyError, compact_form, counted_bytes, minify, wrap
+from audits.submission.codesize import (
+    MinifyError, compact_form, counted_bytes, minify, read_source, shipped_form, wrap,
+)
 
 TRICKY = '''"""Module docstring."""
 import os  # comment
@@ -103,3 +105,32 @@ def test_a_wrapper_counts_as_itself_not_wrapped_again():
     assert counted_bytes(wrapped.encode(), wrapped) == len(wrapped)
     padded = wrap(source)  # a wrapper of an unminified payload counts as the minified form
     assert compact_form(padded) == wrapped
+
+
+def test_packed_form_holds_every_byte_value_and_runs_as_the_source(tmp_path):
+    """pgolf's shipped form keeps the LZMA2 stream as bytes in a latin-1 literal: every byte value
+    must survive (NUL before a digit, quotes, backslashes, line ends), and the file must run."""
+    import subprocess
+    import sys
+
+    import trainer.codesize as tc
+    source = "import sys\nprint(sys.argv[1:])\n" + "".join(f"v{i} = {i!r}\n" for i in range(2000))
+    packed = tc.pack(source)
+    stream = tc._compress(source)
+    assert set(stream) >= {0, ord("\n"), ord("\r"), ord('"'), ord("\\")}  # the escapes are exercised
+    assert len(packed) < len(stream) * 1.03 + len(tc.PACKED_HEAD + tc.PACKED_TAIL) < len(wrap(source))
+    assert tc.unwrap(read_source(packed)) == source
+    script = tmp_path / "train_gpt.py"
+    script.write_bytes(packed)
+    done = subprocess.run([sys.executable, str(script), "a"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout == "['a']\n", done.stderr
+
+
+def test_the_shipped_form_counts_as_itself():
+    """A packaged train_gpt.py run again counts the file it is; the audit counts that file too,
+    smaller than the records' form of the same payload."""
+    source = "".join(f"value_{i} = {i} * {i}\n" for i in range(3000))
+    shipped = shipped_form(source)
+    assert shipped_form(read_source(shipped)) == shipped
+    assert counted_bytes(shipped, read_source(shipped)) == len(shipped) < len(compact_form(source))
+    assert compact_form(read_source(shipped)) == compact_form(source)

@@ -67,6 +67,7 @@ SHAPES = {
         .replace('"', "") + '\n"""\nexec(lzma.decompress(base64.b85decode(_b.replace(b"\\n",b""))).decode("utf-8"))\n',
         "lzma + base85"),
     "a plain string": ("exec(%r)\n" % CODE, ""),
+    "pgolf's packed form: raw lzma in a latin-1 literal": (codesize.read_source(codesize.pack(CODE)), "raw lzma"),
 }
 
 
