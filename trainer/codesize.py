@@ -200,7 +200,10 @@ def compact_form(source: str) -> str:
     the record bundle), so the smaller of it and the payload's own form is the count."""
     payload = unwrap(source)
     if payload is not None:
-        return min([compact_form(payload)] + [source] * source.startswith(WRAPPER_HEAD), key=len)
+        forms = [compact_form(payload)]
+        if source.startswith(WRAPPER_HEAD):  # the records' form already: as text, its length is its bytes
+            forms.append(source)
+        return min(forms, key=len)
     if not EXTRAS:  # a record bundle is written minified (trainer.bundle), so it ships no minifier
         return wrap(source)
     return wrap(_minified(source))
