@@ -36,10 +36,12 @@ def file_unreadable(sub, options):
     and the folder has at most a few thousand files nested a few levels deep.
 
     Why it matters: a file pgolf cannot read cannot be audited; the report says so instead of
-    guessing. Bytes that are not UTF-8 are read as U+FFFD and noted (INFO); a script that is not
-    UTF-8 will not run.
+    guessing. Bytes that are not UTF-8 are read as U+FFFD and noted (INFO); a script is read as
+    Python reads it, UTF-8 unless it declares another encoding (PEP 263), and one Python could
+    not decode will not run.
 
-    Illegal: a 2 GB "log", a checkpoint named `train.log`, a script saved as Latin-1.
+    Illegal: a 2 GB "log", a checkpoint named `train.log`, a script saved as Latin-1 without
+    declaring it.
 
     Legal: text files of a few MB at most.
 

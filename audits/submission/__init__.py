@@ -344,9 +344,9 @@ def _read_script(sub: Submission, path: Path, rel: str) -> None:
     try:
         text = read_source(data)  # as Python reads it: UTF-8 unless it declares an encoding (PEP 263)
     except UnicodeDecodeError as exc:
-        sub.problems.append(_problem("FILE_UNREADABLE", f"{display_name(rel)} is not in the encoding "
-                                  f"it declares, or UTF-8 (byte {exc.start}); Python will refuse to run it",
-                                  file=display_name(rel), hint="Save the script as UTF-8."))
+        sub.problems.append(_problem("FILE_UNREADABLE", f"{display_name(rel)} is not valid {exc.encoding} "
+                                  f"(byte {exc.start}); Python will refuse to run it", file=display_name(rel),
+                                  hint="Save the script as UTF-8."))
         text = None
     except SyntaxError as exc:
         sub.problems.append(_problem("FILE_UNREADABLE", f"{display_name(rel)}: {exc.msg}; Python will "

@@ -3,8 +3,9 @@
 `wrapped` (the default) ships pgolf's smallest self-extracting form: the token-level minifier of
 `audits.submission.codesize` (it never rewrites an expression, so code legal on the target Python stays
 legal), raw LZMA2 kept as bytes in a latin-1 string literal, a three-line `exec` stub
-(`trainer.codesize.pack`). Before shipping it, the result is checked three ways: the minified program parses to the same syntax tree as the original once string
-statements (docstrings) are set aside, the wrapper decodes back to exactly the minified text, and
+(`trainer.codesize.pack`). Before shipping it, the result is checked three ways: the minified
+program parses to the same syntax tree as the original once string statements (docstrings) are
+set aside, the wrapper decodes back to exactly the minified text, and
 the wrapper compiles. `plain` ships the file that ran, byte for byte.
 """
 

@@ -131,6 +131,17 @@ def test_non_utf8_and_oversized_files_do_not_crash(tmp_path):
     assert [f for f in report.findings if f.rule in RULES] == []
 
 
+def test_a_script_is_read_in_the_encoding_it_declares(tmp_path):
+    """PEP 263: Python reads a declared latin-1 file (pgolf's packed form is one); a declaration
+    Python does not know is a file it refuses, said in one finding."""
+    folder = _folder(tmp_path, {"train_gpt.py": b"# coding: latin-1\nx = '\xe9\xff'\n",
+                                "other.py": b"# coding: klingon\nx = 1\n"})
+    report = audit_submission(load(folder), AuditOptions())
+    assert report.errors == []
+    [unreadable] = [f for f in report.findings if f.rule == "FILE_UNREADABLE"]
+    assert unreadable.file == "other.py" and "unknown encoding: klingon" in unreadable.message
+
+
 def test_the_rules_have_docs_with_every_heading():
     for rule in RULES:
         assert rule in catalogue.BY_ID
