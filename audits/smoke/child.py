@@ -133,7 +133,7 @@ def _forked_copy_exits(pid: int, status: int) -> None:
 
 
 def _run_script(config: dict) -> types.ModuleType:
-    source = Path(config["source"]).read_text(encoding="utf-8")
+    source = Path(config["source"]).read_bytes()  # compiled as Python reads a file: its declared encoding
     code = compile(source, config["source"], "exec", dont_inherit=True)
     module = types.ModuleType(config["module"])
     module.__file__ = config["script"]

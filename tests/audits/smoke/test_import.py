@@ -31,7 +31,7 @@ def only_finding(result):
 
 
 @pytest.mark.parametrize("fixture", ["sibling_import", "flash_attn_import", "triton_kernels", "custom_op",
-                                     "torch_compile", "cuda_only_packages"])
+                                     "torch_compile", "cuda_only_packages", "declared_latin1"])
 def test_legitimate_shapes_import(fixture, smoke_folder):
     result = smoke(smoke_folder(fixture))
     finding = only_finding(result)
