@@ -343,14 +343,11 @@ def _read_script(sub: Submission, path: Path, rel: str) -> None:
         return
     try:
         text = read_source(data)  # as Python reads it: UTF-8 unless it declares an encoding (PEP 263)
-    except UnicodeDecodeError as exc:
-        sub.problems.append(_problem("FILE_UNREADABLE", f"{display_name(rel)} is not valid {exc.encoding} "
-                                  f"(byte {exc.start}); Python will refuse to run it", file=display_name(rel),
-                                  hint="Save the script as UTF-8."))
-        text = None
-    except SyntaxError as exc:
-        sub.problems.append(_problem("FILE_UNREADABLE", f"{display_name(rel)}: {exc.msg}; Python will "
-                                  "refuse to run it", file=display_name(rel), hint="Save the script as UTF-8."))
+    except (UnicodeDecodeError, SyntaxError) as exc:  # bytes not in its encoding, or a bad declaration
+        why = (f"is not valid {exc.encoding} (byte {exc.start})" if isinstance(exc, UnicodeDecodeError)
+               else f"cannot be read: {exc.msg}")
+        sub.problems.append(_problem("FILE_UNREADABLE", f"{display_name(rel)} {why}; Python will refuse "
+                                  "to run it", file=display_name(rel), hint="Save the script as UTF-8."))
         text = None
     script = Script(rel, data, text)
     if text is not None:

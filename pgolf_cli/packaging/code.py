@@ -33,10 +33,12 @@ class ShippedCode:
 
 def ship(script: bytes, form: str) -> ShippedCode:
     try:
-        text = script.decode("utf-8")
+        text = codesize.read_source(script)
     except UnicodeDecodeError as exc:
-        raise PackageError(f"train_gpt.py is not UTF-8 (byte {exc.start}); Python will refuse to "
-                           "run it") from None
+        raise PackageError(f"train_gpt.py is not valid {exc.encoding} (byte {exc.start}); Python will "
+                           "refuse to run it") from None
+    except SyntaxError as exc:
+        raise PackageError(f"train_gpt.py cannot be read: {exc.msg}; Python will refuse to run it") from None
     if form == "plain":
         return ShippedCode("plain", script, text)
     here = f"{sys.version_info.major}.{sys.version_info.minor}"
