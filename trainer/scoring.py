@@ -104,6 +104,12 @@ def _load(cfg, model: nn.Module, artifact_path: Path) -> None:
     model.load_state_dict(state, strict=True)
 
 
+# One graph, as training's: without fullgraph, dynamo breaks the graph at the document bounds
+# (their count depends on the data) and recompiles the rest for every new count, about 24 s
+# per batch on an H200 with DOC_MASK=1 (docs/trainer.md).
+SCORING_COMPILE = dict(dynamic=False, fullgraph=True)
+
+
 def _scoring_fn(model: nn.Module, device: torch.device, compile_model: bool):
     """What the scoring phases call for logits: torch.compile'd on GPU when COMPILE is on (one
     fixed batch shape: sliding.score_segments pads), the plain method otherwise (CPU tests and
@@ -111,7 +117,7 @@ def _scoring_fn(model: nn.Module, device: torch.device, compile_model: bool):
     its 180 steps take without it (docs/benchmarks.md)."""
     if device.type != "cuda" or not compile_model:
         return model.forward_logits
-    return torch.compile(model.forward_logits, dynamic=False)
+    return torch.compile(model.forward_logits, **SCORING_COMPILE)
 
 
 def _ttt_phase(cfg, model, val_tokens, target_bytes, logits_fn, batch_windows, log, trace) -> dict:

@@ -12,6 +12,7 @@ import torch
 
 from trainer import attention, runlog
 from trainer.attention import causal_attention, document_segments, first_usable, flash_kernel
+from trainer.scoring import SCORING_COMPILE
 from trainer.shards import BOS_ID
 
 CPU = torch.device("cpu")
@@ -157,3 +158,21 @@ def test_segment_bounds_from_bos_positions_compile_for_any_number_of_documents()
         assert document_segments(ids, "fa4").tolist() == expected
         assert compiled(ids).tolist() == [2 * b for b in expected]
     assert document_segments(ids, "sdpa")[1].tolist() == [0] * 8 + [1] * 23 + [2]  # BOS at 8 and 31
+
+
+@pytest.mark.parametrize("options, frames", [(SCORING_COMPILE, 1), (dict(dynamic=False), 3)])
+def test_scoring_compiles_one_graph_for_any_number_of_documents(options, frames):
+    """The scoring phases' compile options keep the data-dependent bounds inside one graph;
+    without fullgraph, dynamo breaks there and compiles the rest again for every new count
+    (one graph per count here; about 24 s per batch on an H200)."""
+    def logits(ids):
+        return (document_segments(ids, "fa4").float().sum() + ids).float()
+
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    compiled = torch.compile(logits, backend="eager", **options)
+    for bos in ([5], [5, 30], [0, 17, 18, 40]):
+        ids = torch.full((2, 32), 7)
+        ids.view(-1)[bos] = BOS_ID
+        assert torch.equal(compiled(ids), logits(ids))
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == frames
