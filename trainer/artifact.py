@@ -12,6 +12,7 @@ Before training, `check_floor` refuses a model that no pruning could bring under
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -28,7 +29,7 @@ from trainer.compress import (compress_all, compress_artifact, container_sample,
 from trainer.fitcap import NothingFits, fit_to_budget
 from trainer.hessians import collect_hessians, hessian_targets
 from trainer.lqer import lqer_corrections
-from trainer.quant import QTensor, quantization_summary, quantize_state_dict
+from trainer.quant import QTensor, quantization_summary, quantize_state_dict, salient_groups
 
 CAP_BYTES = 16_000_000
 
@@ -90,7 +91,7 @@ def check_floor(cfg, model: nn.Module, code: str, log: Callable[[str], None]) ->
     as well as trained ones, so a floor over the cap here is over it after training too."""
     quantized = quantize_state_dict(model.state_dict(), {}, embeddings=_embeddings(model),
                                     **quantization_settings(cfg))
-    zeroed = {n: QTensor(torch.zeros_like(v.q), v.scale, v.bits, v.method)
+    zeroed = {n: dataclasses.replace(v, q=torch.zeros_like(v.q))
               if isinstance(v, QTensor) else v for n, v in quantized.items()}
     floor = len(compress_artifact(pack_tensors(zeroed), "lzma")) + len(shipped_form(code))
     if floor > CAP_BYTES:
@@ -115,8 +116,9 @@ def _embeddings(model: nn.Module) -> set[str]:
 def _quantize(cfg, model: nn.Module, hessians: dict[str, Tensor], log) -> dict:
     t0 = time.perf_counter()
     state = model.state_dict()
-    quantized = quantize_state_dict(state, hessians, embeddings=_embeddings(model),
-                                    **quantization_settings(cfg))
+    fine = _salient(cfg, model, state, hessians, log) if cfg.awq_groups else {}
+    quantized = quantize_state_dict(state, hessians, embeddings=_embeddings(model), fine=fine,
+                                    fine_bits=cfg.awq_bits, **quantization_settings(cfg))
     log(f"quantize:{len(quantized)} tensors in {time.perf_counter() - t0:.1f}s")
     log("Quantized weights:")
     for line in quantization_summary(quantized):
@@ -124,6 +126,19 @@ def _quantize(cfg, model: nn.Module, hessians: dict[str, Tensor], log) -> dict:
     if cfg.lqer_enabled:
         quantized.update(lqer_corrections(cfg, state, quantized, log))
     return quantized
+
+
+def _salient(cfg, model: nn.Module, state: dict[str, Tensor], hessians: dict[str, Tensor],
+             log) -> dict[str, list[tuple[int, int]]]:
+    """AWQ-lite's column groups (quant.salient_groups) among the matrices quantized below
+    AWQ_BITS, logged."""
+    embeddings = _embeddings(model)
+    below = {n: h for n, h in hessians.items()
+             if (cfg.embed_bits if n in embeddings else cfg.matrix_bits) < cfg.awq_bits}
+    fine = salient_groups(state, below, size=cfg.awq_group_size, count=cfg.awq_groups)
+    where = ", ".join(f"{n} {a}:{b}" for n, groups in fine.items() for a, b in groups)
+    log(f"awq:int{cfg.awq_bits} columns {where or 'none (no Hessians)'}")
+    return fine
 
 
 def _calibrate(cfg, model, loader, seconds: float, log) -> dict[str, Tensor]:

@@ -3,7 +3,8 @@
 Container (`pack_tensors`): b"PGQ1", a little-endian u32 header length, a JSON header listing every tensor
 (name, kind, dtype, shape, bits) in order, then one section per element width (1, 2, 4, 8 bytes)
 holding the tensors' bytes in header order. A quantized matrix puts its int8 levels in the 1-byte
-section and its fp16 row scales in the 2-byte section. Each section is byte-shuffled with its
+section and its fp16 row scales in the 2-byte section; one with AWQ-lite's column groups lists
+them as a sixth header field, [[start, end], ...], and its second row scales follow the first. Each section is byte-shuffled with its
 element width as the stride: the k-th byte of every element is stored together, so the
 repetitive sign/exponent bytes of fp16 values form long runs (byte shuffle + brotli: PR #1089).
 
@@ -70,9 +71,12 @@ def pack_tensors(quantized: dict[str, QTensor | Tensor]) -> bytes:
     header, sections = [], {w: [] for w in _WIDTHS}
     for name, v in quantized.items():
         if isinstance(v, QTensor):
-            header.append([name, "q", "int8", list(v.q.shape), v.bits])
+            header.append([name, "q", "int8", list(v.q.shape), v.bits] +
+                          ([[list(g) for g in v.fine]] if v.fine else []))
             sections[1].append(_raw(v.q))
             sections[2].append(_raw(v.scale.to(torch.float16)))
+            if v.fine:
+                sections[2].append(_raw(v.fine_scale.to(torch.float16)))
         else:
             header.append([name, "raw", str(v.dtype)[6:], list(v.shape), 0])
             sections[v.element_size()].append(_raw(v))
@@ -120,9 +124,12 @@ def _read_tensors(header: list, sections: dict[int, memoryview]) -> dict[str, QT
             torch.empty(shape, dtype=dtype)
 
     out: dict[str, QTensor | Tensor] = {}
-    for name, kind, dtype, shape, bits in header:
+    for name, kind, dtype, shape, bits, *fine in header:
         if kind == "q":
             out[name] = QTensor(take(torch.int8, shape), take(torch.float16, shape[:1]), bits, "stored")
+            if fine:
+                out[name].fine = [(int(a), int(b)) for a, b in fine[0]]
+                out[name].fine_scale = take(torch.float16, shape[:1])
         elif kind == "raw":
             out[name] = take(_DTYPES[dtype], shape)
         else:

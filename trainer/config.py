@@ -162,6 +162,10 @@ class Config:
     lqer_rank: int = knob(4, "Rank of each LQER correction.")
     lqer_top_k: int = knob(3, "Matrices corrected, largest quantization error first.")
     lqer_group: int = knob(64, "Entries per fp16 scale of LQER's int4 right factor.")
+    awq_groups: int = knob(0, "AWQ-lite: groups of AWQ_GROUP_SIZE input columns, the most salient "
+                           "of all GPTQ matrices, quantized at AWQ_BITS (PR #1908); 0 = off.")
+    awq_group_size: int = knob(64, "Adjacent input columns per AWQ-lite group.")
+    awq_bits: int = knob(8, "Bits of the AWQ-lite groups' weights.")
     compressor: str = knob("brotli", "Compressor of the quantized model; best tries each.",
                            ("brotli", "lzma", "best"))
     eval_seq_len: int = knob(2048, "Tokens per evaluation window.")
@@ -392,6 +396,10 @@ def _validate(cfg: Config) -> None:
          f"GATE_WINDOW={cfg.gate_window} must lie in 1..MODEL_DIM={cfg.model_dim}"),
         (cfg.lqer_rank > 0 and cfg.lqer_top_k >= 0 and cfg.lqer_group > 0,
          "LQER_RANK and LQER_GROUP must be positive, LQER_TOP_K 0 or more"),
+        (cfg.awq_groups == 0 or (cfg.awq_groups > 0 and cfg.awq_group_size > 0
+                                 and cfg.matrix_bits < cfg.awq_bits <= 8),
+         f"AWQ_GROUPS must be 0 or more, AWQ_GROUP_SIZE positive, and AWQ_BITS={cfg.awq_bits} above "
+         f"MATRIX_BITS={cfg.matrix_bits} and at most 8"),
         (cfg.loader_prefetch >= 0 and cfg.warmup_steps >= 0, "LOADER_PREFETCH and WARMUP_STEPS "
          "must be 0 or more"),
         (min(cfg.ttt_lora_rank, cfg.ttt_lora_chunk_tokens, cfg.ttt_lora_batch_docs) > 0,

@@ -14,12 +14,13 @@ every level at zero would not fit, nothing does: the caller refuses.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import torch
 from torch import Tensor
 
-from trainer.quant import QTensor
+from trainer.quant import QTensor, dequantize
 
 MARGIN = 0.001  # aim this fraction under the budget: the estimate is close, not exact
 MAX_ROUNDS = 4
@@ -39,7 +40,7 @@ def prune_order(quantized: dict, hessians: dict[str, Tensor]) -> tuple[list[str]
         q = qt.q.reshape(qt.q.shape[0], -1)
         h = hessians.get(name)
         col = torch.ones(q.shape[1]) if h is None else h.diagonal().float().cpu()
-        cost = (q.float() * qt.scale.float()[:, None]) ** 2 * col[None, :]
+        cost = dequantize(qt).reshape(q.shape) ** 2 * col[None, :]
         flat = torch.nonzero(q.reshape(-1), as_tuple=True)[0]
         costs.append(cost.reshape(-1)[flat])
         which.append(torch.full_like(flat, i))
@@ -91,7 +92,7 @@ def apply_pruning(quantized: dict, names: list[str], which: Tensor, where: Tenso
             qt = quantized[name]
             q = qt.q.clone()
             q.view(-1)[flat] = 0
-            out[name] = QTensor(q, qt.scale, qt.bits, qt.method)
+            out[name] = dataclasses.replace(qt, q=q)
     return out
 
 

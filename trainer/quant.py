@@ -7,6 +7,10 @@ the entropy coder in `compress.py` removes the unused high bits.
 SDClip (PR #1394): the clip of a row is k times its standard deviation, so the scale is
 `k * std(row) / r` for a signed range [-r, r]. A larger k clips less and spends fewer distinct
 levels on typical weights: lower entropy, a smaller artifact, more rounding error.
+
+AWQ-lite (PR #1908): a few groups of adjacent input columns, those whose weights meet the largest
+activations, are quantized inside GPTQ at more bits (int8), with a second fp16 scale per row, so
+the rest of the matrix's rounding error is pushed around them as usual.
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ class QTensor:
     scale: Tensor  # float16, shape (rows,)
     bits: int
     method: str  # "gptq" or "rtn"; for the log only, not stored in the artifact
+    # AWQ-lite's column groups [start, end), whose levels have more bits, and their fp16 row scales.
+    fine: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+    fine_scale: Tensor | None = None
 
 
 def level_range(bits: int) -> int:
@@ -67,17 +74,24 @@ def _inverse_hessian_factor(h: Tensor) -> Tensor:
     raise torch.linalg.LinAlgError("Hessian is not positive definite even with heavy damping")
 
 
-def quantize_gptq(w: Tensor, hessian: Tensor, clip_sigmas: float, bits: int) -> QTensor:
+def quantize_gptq(w: Tensor, hessian: Tensor, clip_sigmas: float, bits: int,
+                  fine: list[tuple[int, int]] = (), fine_bits: int = 8) -> QTensor:
     """GPTQ (Frantar et al. 2022, arXiv:2210.17323) with the SDClip scales of the original rows.
 
     Columns are quantized one at a time in order of decreasing Hessian diagonal ("act-order"), and
     each column's rounding error is pushed onto the columns not yet quantized through the inverse
     Hessian, so the layer's output on the calibration inputs moves as little as possible. Updates
-    to later blocks are applied once per block of 128 columns.
+    to later blocks are applied once per block of 128 columns. Columns in the `fine` groups use
+    `fine_bits` and their own SDClip scales (AWQ-lite).
     """
-    r = level_range(bits)
+    r, r_fine = level_range(bits), level_range(fine_bits)
     scale = sdclip_scale(w, clip_sigmas, bits)
+    fine_scale = sdclip_scale(w, clip_sigmas, fine_bits) if fine else None
     s = scale.float().to(w.device)
+    s_fine = fine_scale.float().to(w.device) if fine else None
+    is_fine = torch.zeros(w.shape[1], dtype=torch.bool)
+    for start, end in fine:
+        is_fine[start:end] = True
     W = w.detach().float().clone()
     H = hessian.detach().float().to(w.device).clone()
     dead = H.diagonal() == 0  # inputs that were always zero: any weight there is free
@@ -88,37 +102,65 @@ def quantize_gptq(w: Tensor, hessian: Tensor, clip_sigmas: float, bits: int) -> 
     U = _inverse_hessian_factor(H)
     Q = torch.empty_like(W, dtype=torch.int8)
     cols = W.shape[1]
+    fine_at = is_fine[order.cpu()].tolist()  # per permuted column, read without a device sync
     for b0 in range(0, cols, GPTQ_BLOCK):
         b1 = min(b0 + GPTQ_BLOCK, cols)
         block, Ub = W[:, b0:b1].clone(), U[b0:b1, b0:b1]
         err = torch.empty_like(block)
         for j in range(b1 - b0):
-            q = torch.clamp(torch.round(block[:, j] / s), -r, r)
+            sj, rj = (s_fine, r_fine) if fine_at[b0 + j] else (s, r)
+            q = torch.clamp(torch.round(block[:, j] / sj), -rj, rj)
             Q[:, b0 + j] = q.to(torch.int8)
-            err[:, j] = (block[:, j] - q * s) / Ub[j, j]
+            err[:, j] = (block[:, j] - q * sj) / Ub[j, j]
             block[:, j:] -= err[:, j, None] * Ub[j, None, j:]
         W[:, b1:] -= err @ U[b0:b1, b1:]
-    return QTensor(Q[:, torch.argsort(order)].cpu(), scale.cpu(), bits, "gptq")
+    return QTensor(Q[:, torch.argsort(order)].cpu(), scale.cpu(), bits, "gptq", list(fine),
+                   None if fine_scale is None else fine_scale.cpu())
 
 
 def dequantize(qt: QTensor) -> Tensor:
     """float32 weights from integer levels and row scales."""
-    return qt.q.float() * qt.scale.float()[:, None]
+    w = qt.q.float() * qt.scale.float()[:, None]
+    for start, end in qt.fine:
+        w[:, start:end] = qt.q[:, start:end].float() * qt.fine_scale.float()[:, None]
+    return w
+
+
+def salient_groups(state: dict[str, Tensor], hessians: dict[str, Tensor], *, size: int,
+                   count: int) -> dict[str, list[tuple[int, int]]]:
+    """AWQ-lite's choice: the `count` groups of `size` adjacent input columns, over every matrix
+    with a Hessian, whose weights meet the largest inputs. A group's score is the sum over its
+    columns of rms(input) * mean |weight|, rms(input) being the root of the Hessian's diagonal
+    (each Hessian is X^T X over the same calibration rows, so scores compare across matrices)."""
+    scored = []
+    for name, h in hessians.items():
+        w = state[name].detach().float().cpu()
+        if w.shape[1] % size:
+            continue
+        col = h.diagonal().float().cpu().clamp_min(0).sqrt() * w.abs().mean(dim=0)
+        for g, score in enumerate(col.view(-1, size).sum(dim=1).tolist()):
+            scored.append((score, name, g * size))
+    chosen: dict[str, list[tuple[int, int]]] = {}
+    for _, name, start in sorted(scored, reverse=True)[:count]:
+        chosen.setdefault(name, []).append((start, start + size))
+    return {name: sorted(groups) for name, groups in chosen.items()}
 
 
 def quantize_state_dict(state: dict[str, Tensor], hessians: dict[str, Tensor], *,
                         embeddings: set[str], matrix_bits: int, embed_bits: int,
                         matrix_clip_sigmas: float, embed_clip_sigmas: float,
                         group_clip_sigmas: dict[str, float] | None = None,
+                        fine: dict[str, list[tuple[int, int]]] | None = None, fine_bits: int = 8,
                         passthrough_max_numel: int = PASSTHROUGH_MAX_NUMEL,
                         ) -> dict[str, QTensor | Tensor]:
     """Quantize every 2-D float tensor above `passthrough_max_numel` elements: GPTQ where a
     Hessian was collected, round-to-nearest otherwise. Names in `embeddings` use the embedding's
     bits and clip; a matrix of a module named in `group_clip_sigmas` (`mlp`, `attn`: a part of
-    its dotted name) uses that clip; small float tensors become fp16 (or stay as they are if
-    fp16 would overflow); other tensors pass through unchanged."""
+    its dotted name) uses that clip; the column groups `fine` names (salient_groups) get
+    `fine_bits`; small float tensors become fp16 (or stay as they are if fp16 would overflow);
+    other tensors pass through unchanged."""
     out: dict[str, QTensor | Tensor] = {}
-    groups = group_clip_sigmas or {}
+    groups, fine = group_clip_sigmas or {}, fine or {}
     for name, tensor in state.items():
         t = tensor.detach()
         if t.is_floating_point() and t.ndim == 2 and t.numel() > passthrough_max_numel:
@@ -126,8 +168,8 @@ def quantize_state_dict(state: dict[str, Tensor], hessians: dict[str, Tensor], *
             bits, sigmas = ((embed_bits, embed_clip_sigmas) if name in embeddings else
                             (matrix_bits, matrix_clip_sigmas if group_sigmas is None else group_sigmas))
             h = hessians.get(name)
-            out[name] = quantize_gptq(t, h, sigmas, bits) if h is not None else \
-                quantize_rtn(t.cpu(), sigmas, bits)
+            out[name] = quantize_gptq(t, h, sigmas, bits, fine.get(name, []), fine_bits) \
+                if h is not None else quantize_rtn(t.cpu(), sigmas, bits)
         elif t.is_floating_point():
             t = t.cpu()
             half = t.to(torch.float16)

@@ -12,9 +12,12 @@ from tinylm import tiny_model
 
 
 def _quantized():
-    q = quant.quantize_state_dict(tiny_model().state_dict(), {}, embeddings={"tok_emb.weight"},
+    state = tiny_model().state_dict()
+    q = quant.quantize_state_dict(state, {}, embeddings={"tok_emb.weight"},
                                   matrix_bits=6, embed_bits=8, matrix_clip_sigmas=12.85,
                                   embed_clip_sigmas=20.0)
+    w = state["blocks.0.fc.weight"]  # AWQ-lite's groups: a sixth header field, a second scale
+    q["blocks.0.fc.weight"] = quant.quantize_gptq(w, torch.eye(w.shape[1]), 12.85, 6, [(0, 16), (48, 64)])
     q["odd.bf16"] = torch.randn(5, 3).to(torch.bfloat16)
     q["odd.scalar"] = torch.tensor(2.5)
     q["odd.mask"] = torch.tensor([True, False, True])
@@ -29,6 +32,8 @@ def _same(a, b):
         x, y = a[name], b[name]
         if isinstance(x, quant.QTensor):
             assert torch.equal(x.q, y.q) and torch.equal(x.scale, y.scale) and x.bits == y.bits
+            assert x.fine == y.fine and (x.fine_scale is None) == (y.fine_scale is None)
+            assert x.fine_scale is None or torch.equal(x.fine_scale, y.fine_scale)
         else:
             assert x.dtype == y.dtype and x.shape == y.shape and torch.equal(x, y)
 

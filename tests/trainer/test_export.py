@@ -217,3 +217,31 @@ def test_lqer_factors_are_written_counted_and_kept_when_the_cap_is_fitted(tmp_pa
     assert fitted["pruned_levels"] > 0 and fitted["total_bytes"] <= cap
     after = compress.read_artifact(tmp_path / "model.pga")
     assert all(torch.equal(after[n], t) for n, t in factors.items())
+
+
+@pytest.mark.slow
+def test_awq_groups_are_written_read_back_and_kept_when_the_cap_is_fitted(tmp_path, monkeypatch):
+    """AWQ_GROUPS on: the chosen groups' finer levels and scales are in the artifact, evaluation
+    reads them, and pruning to a cap keeps them."""
+    cfg = config(awq_groups=2, awq_group_size=16, ttt_enabled=False, sliding_window_enabled=False)
+    figures, lines = _export(tmp_path, cfg=cfg)
+    assert any(line.startswith("awq:int8 columns ") for line in lines)
+    stored = compress.read_artifact(tmp_path / "model.pga")
+    fine = {n: v.fine for n, v in stored.items() if isinstance(v, quant.QTensor) and v.fine}
+    assert sum(len(groups) for groups in fine.values()) == 2
+    monkeypatch.setattr(artifact, "CAP_BYTES", figures["total_bytes"] - 2_000)
+    fitted, _ = _export(tmp_path, cfg=cfg)
+    assert fitted["pruned_levels"] > 0
+    after = compress.read_artifact(tmp_path / "model.pga")
+    assert {n: v.fine for n, v in after.items() if isinstance(v, quant.QTensor) and v.fine} == fine
+
+
+@pytest.mark.parametrize("embed_bits, chosen", [(8, "blocks.0.fc.weight"), (7, "tok_emb.weight")])
+def test_awq_groups_go_only_to_matrices_below_their_bits(embed_bits, chosen):
+    model, lines = tiny_model(), []
+    state = model.state_dict()
+    hessians = {n: torch.eye(state[n].shape[1]) for n in ("tok_emb.weight", "blocks.0.fc.weight")}
+    hessians["tok_emb.weight"] *= 100  # the loudest inputs: chosen unless at 8 bits already
+    cfg = config(awq_groups=1, awq_group_size=16, embed_bits=embed_bits)
+    fine = artifact._salient(cfg, model, state, hessians, lines.append)
+    assert list(fine) == [chosen] and lines[0].startswith(f"awq:int8 columns {chosen} ")

@@ -58,6 +58,43 @@ def test_gptq_output_error_is_lower_than_rtn_on_correlated_inputs(bits, sigmas):
     assert output_error(gptq) < 0.7 * output_error(rtn)
 
 
+def _salient_inputs(n=4096, cols=256, seed=1):
+    """Correlated inputs, except columns 64..127: independent and ten times louder, so GPTQ
+    cannot hide their rounding in other columns."""
+    x = _correlated_inputs(n, cols, seed)
+    x[:, 64:128] = 10 * torch.randn(n, 64, generator=torch.Generator().manual_seed(seed + 1))
+    return x
+
+
+def test_awq_picks_the_loudest_group_and_quantizes_it_finer_inside_gptq():
+    w, x, quiet = _weights(), _salient_inputs(), _correlated_inputs()
+    h = x.T @ x / len(x)
+    groups = quant.salient_groups({"w": w, "other": _weights(seed=3)},
+                                  {"w": h, "other": quiet.T @ quiet / len(quiet)}, size=64, count=1)
+    assert groups == {"w": [(64, 128)]}
+    plain, fine = quant.quantize_gptq(w, h, 12.85, 6), quant.quantize_gptq(w, h, 12.85, 6, [(64, 128)], 8)
+    assert fine.fine == [(64, 128)] and torch.equal(fine.fine_scale, quant.sdclip_scale(w, 12.85, 8))
+    assert int(fine.q[:, 64:128].abs().max()) > quant.level_range(6)  # int8 levels in the group
+    assert int(torch.cat((fine.q[:, :64], fine.q[:, 128:]), 1).abs().max()) <= quant.level_range(6)
+    out = x @ w.T
+
+    def output_error(qt):
+        return ((out - x @ quant.dequantize(qt).T).norm() / out.norm()).item()
+
+    assert output_error(fine) < 0.5 * output_error(plain)
+
+
+def test_awq_groups_are_quantized_where_named():
+    model = tiny_model()
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    hessians = {name: torch.eye(state[name].shape[1]) for name in ("tok_emb.weight", "blocks.0.fc.weight")}
+    q = quant.quantize_state_dict(state, hessians, embeddings={"tok_emb.weight"}, matrix_bits=6,
+                                  embed_bits=8, matrix_clip_sigmas=12.85, embed_clip_sigmas=20.0,
+                                  fine={"blocks.0.fc.weight": [(16, 32)]})
+    assert q["tok_emb.weight"].fine == [] and q["blocks.0.fc.weight"].fine == [(16, 32)]
+    assert q["blocks.0.fc.weight"].fine_scale is not None
+
+
 def test_gptq_handles_dead_inputs_and_a_singular_hessian():
     w = _weights(cols=64)
     x = _correlated_inputs(n=8, cols=64)  # rank 8 < 64: singular before damping

@@ -79,6 +79,7 @@ def test_environment_values_are_parsed_by_type():
     ({"LOOP_END": "11"}, "LOOP_START=3..LOOP_END=11 must lie inside the 11 layers"),
     ({"ROPE_DIMS": "15"}, "ROPE_DIMS=15 must be even"),
     ({"GPTQ_RESERVE_SECONDS": "700"}, "leaves no training time"),
+    ({"AWQ_GROUPS": "1", "AWQ_BITS": "6"}, "AWQ_BITS=6 above MATRIX_BITS=6 and at most 8"),
 ])
 def test_bad_settings_stop_with_one_line(env, message):
     with pytest.raises(TrainerError) as info:
