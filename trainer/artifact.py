@@ -137,7 +137,8 @@ def _salient(cfg, model: nn.Module, state: dict[str, Tensor], hessians: dict[str
              if (cfg.embed_bits if n in embeddings else cfg.matrix_bits) < cfg.awq_bits}
     fine = salient_groups(state, below, size=cfg.awq_group_size, count=cfg.awq_groups)
     where = ", ".join(f"{n} {a}:{b}" for n, groups in fine.items() for a, b in groups)
-    log(f"awq:int{cfg.awq_bits} columns {where or 'none (no Hessians)'}")
+    none = "none (no calibrated matrix whose width AWQ_GROUP_SIZE divides)"
+    log(f"awq:int{cfg.awq_bits} columns {where or none}")
     return fine
 
 

@@ -4,9 +4,10 @@ Container (`pack_tensors`): b"PGQ1", a little-endian u32 header length, a JSON h
 (name, kind, dtype, shape, bits) in order, then one section per element width (1, 2, 4, 8 bytes)
 holding the tensors' bytes in header order. A quantized matrix puts its int8 levels in the 1-byte
 section and its fp16 row scales in the 2-byte section; one with AWQ-lite's column groups lists
-them as a sixth header field, [[start, end], ...], and its second row scales follow the first. Each section is byte-shuffled with its
-element width as the stride: the k-th byte of every element is stored together, so the
-repetitive sign/exponent bytes of fp16 values form long runs (byte shuffle + brotli: PR #1089).
+them as a sixth header field, [[start, end], ...], and its second row scales follow the first.
+Each section is byte-shuffled with its element width as the stride: the k-th byte of every
+element is stored together, so the repetitive sign/exponent bytes of fp16 values form long runs
+(byte shuffle + brotli: PR #1089).
 
 Artifact (`compress_artifact`): b"PGA1", a method byte (1 brotli, 2 lzma), the CRC-32 and length of the
 container, then the compressed container. Any damage is reported as one ArtifactError line.
