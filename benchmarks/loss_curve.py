@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> None:
     loader = FixedBatches(make_batches(cfg, Dist().grad_accum_steps, device))
     losses = []
     for step in range(args.steps):
-        losses.append(train_step(run_view, net, loader, opts).item())
+        losses.append(train_step(run_view, net, loader, opts, cfg.train_seq_len).item())
         print(f"step {step + 1}/{args.steps} loss {losses[-1]:.6f}", flush=True)
     device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     record = {"preset": args.preset, "seed": cfg.seed, "looping": args.looping,

@@ -61,12 +61,12 @@ def worker(steps: int) -> None:
     for looping in (False, True):
         model.looping_active = looping
         for _ in range(3):
-            train_step(run, net, loader, opts)
+            train_step(run, net, loader, opts, cfg.train_seq_len)
         times = []
         for _ in range(steps):
             torch.cuda.synchronize(device)
             t0 = time.perf_counter()
-            train_step(run, net, loader, opts)
+            train_step(run, net, loader, opts, cfg.train_seq_len)
             torch.cuda.synchronize(device)
             elapsed = torch.tensor(1000 * (time.perf_counter() - t0), dtype=torch.float64, device=device)
             times.append(distributed.all_reduce(elapsed, "max").item())

@@ -54,6 +54,9 @@ class Config:
     train_batch_tokens: int = knob(786432, "Tokens per optimizer step over all ranks; the "
                                    "accumulation steps (8 / WORLD_SIZE) keep it the same on 1-8 GPUs.")
     train_seq_len: int = knob(2048, "Tokens per training sequence.")
+    train_seq_schedule: str = knob("", "Progressive context (PR #2014): LEN@FRAC,... trains at each "
+                                   "LEN until FRAC of the run, then at TRAIN_SEQ_LEN; each LEN "
+                                   "divides TRAIN_SEQ_LEN (its windows are cut). Empty = off.")
     val_batch_tokens: int = knob(524288, "Tokens per validation pass over all ranks and accumulation "
                                  "steps, as the records split it.")
     val_loss_every: int = knob(4000, "Validate every N steps and at the last step; 0 = only at the end.")
@@ -413,3 +416,29 @@ def _validate(cfg: Config) -> None:
     for ok, message in rules:
         if not ok:
             raise TrainerError(message)
+    if cfg.train_seq_schedule:
+        seq_stages(cfg)  # raises on a malformed schedule
+
+
+def seq_stages(cfg: Config) -> list[tuple[float, int]]:
+    """TRAIN_SEQ_SCHEDULE as (progress until which it applies, sequence length), ascending,
+    ending with (1.0, TRAIN_SEQ_LEN). At most two stages before it: with looping on and off and
+    the evaluation's graph, three lengths fill torch.compile's eight graphs per function."""
+    stages = []
+    for item in filter(None, (part.strip() for part in cfg.train_seq_schedule.split(","))):
+        length, _, until = item.partition("@")
+        try:
+            stages.append((float(until), int(length)))
+        except ValueError:
+            raise TrainerError(f"TRAIN_SEQ_SCHEDULE: {item!r} is not LEN@FRAC "
+                               f"(for example 1024@0.1,2048@0.7)") from None
+    fracs = [f for f, _ in stages]
+    if fracs != sorted(set(fracs)) or not all(0.0 < f < 1.0 for f in fracs):
+        raise TrainerError(f"TRAIN_SEQ_SCHEDULE={cfg.train_seq_schedule!r}: the fractions must "
+                           f"rise strictly inside (0, 1)")
+    if any(n <= 0 or n >= cfg.train_seq_len or cfg.train_seq_len % n for _, n in stages):
+        raise TrainerError(f"TRAIN_SEQ_SCHEDULE={cfg.train_seq_schedule!r}: each length must be "
+                           f"shorter than TRAIN_SEQ_LEN={cfg.train_seq_len} and divide it")
+    if len(stages) > 2:
+        raise TrainerError("TRAIN_SEQ_SCHEDULE: at most two stages before TRAIN_SEQ_LEN")
+    return stages + [(1.0, cfg.train_seq_len)]

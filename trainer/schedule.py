@@ -1,4 +1,5 @@
-"""What changes over a run, as data: LR warmdown, Muon momentum warmup, looping, and the EMA.
+"""What changes over a run, as data: LR warmdown, Muon momentum warmup, looping, the training
+context (TRAIN_SEQ_SCHEDULE) and the EMA.
 
 Progress is the fraction of the training budget used: wallclock time over MAX_WALLCLOCK_SECONDS
 minus the GPTQ reserve (so calibration ends inside the 600 s), or steps over ITERATIONS when there
@@ -13,7 +14,7 @@ import dataclasses
 import torch
 import torch.nn as nn
 
-from trainer.config import Config
+from trainer.config import Config, seq_stages
 
 # The record's EMA decay and the number of steps it was tuned for (records/.../2026-04-09_...:
 # 0.9965 over ~4,550 steps on 8xH100). Its time constant, 1 / (1 - decay) = 286 steps, is 6.3% of
@@ -32,6 +33,7 @@ class Schedule:
     momentum: float
     momentum_start: float
     momentum_warmup_steps: int
+    seq_plan: tuple[tuple[float, int], ...]  # (progress until which, sequence length)
 
     def progress(self, step: int, elapsed_ms: float) -> float:
         if self.budget_ms is None:
@@ -53,6 +55,9 @@ class Schedule:
     def looping(self, progress: float) -> bool:
         return self.loop_at is not None and progress >= self.loop_at
 
+    def seq_len(self, progress: float) -> int:
+        return next((n for until, n in self.seq_plan if progress < until), self.seq_plan[-1][1])
+
 
 def make_schedule(cfg: Config) -> Schedule:
     budget = None
@@ -61,7 +66,9 @@ def make_schedule(cfg: Config) -> Schedule:
     return Schedule(budget_ms=budget, iterations=cfg.iterations, warmdown_frac=cfg.warmdown_frac,
                     min_lr=cfg.min_lr, loop_at=cfg.enable_looping_at if cfg.num_loops else None,
                     momentum=cfg.muon_momentum, momentum_start=cfg.muon_momentum_warmup_start,
-                    momentum_warmup_steps=cfg.muon_momentum_warmup_steps)
+                    momentum_warmup_steps=cfg.muon_momentum_warmup_steps,
+                    seq_plan=tuple(seq_stages(cfg)) if cfg.train_seq_schedule
+                    else ((1.0, cfg.train_seq_len),))
 
 
 def expected_steps(schedule: Schedule, ms_plain: float, ms_looping: float) -> float:

@@ -86,12 +86,17 @@ def train(run: Run, model: GPT, live: LiveProgress | None = None) -> float:
     return train_ms
 
 
-def train_step(run: Run, net: nn.Module, loader: TrainLoader, opts: Optimizers) -> torch.Tensor:
-    """One optimizer step over this rank's accumulation micro-batches; returns the mean loss."""
+def train_step(run: Run, net: nn.Module, loader: TrainLoader, opts: Optimizers,
+               seq_len: int) -> torch.Tensor:
+    """One optimizer step over this rank's accumulation micro-batches; returns the mean loss.
+    A `seq_len` shorter than the loader's windows cuts each into windows of that length (the
+    same tokens, each still followed by its target)."""
     accum = run.dist.grad_accum_steps
     total = torch.zeros((), device=run.device)
     for micro in range(accum):
         x, y = loader.next_batch()
+        if x.size(1) != seq_len:
+            x, y = x.reshape(-1, seq_len), y.reshape(-1, seq_len)
         # DDP all-reduces gradients on the last micro-batch only.
         defer = isinstance(net, DistributedDataParallel) and micro < accum - 1
         with net.no_sync() if defer else contextlib.nullcontext():
@@ -118,12 +123,17 @@ def warm_up(run: Run, model: GPT, net: nn.Module, opts: Optimizers,
         label = "loop_warmup_step" if looping else "warmup_step"
         if looping:
             log(f"loop_warmup:enabled encoder:{model.encoder_indices} decoder:{model.decoder_indices}")
+        if cfg.train_seq_schedule:  # each shorter context is one more graph: a few steps compile it
+            for _, seq_len in schedule.seq_plan[:-1]:
+                log(f"{label}: train_seq_len {seq_len}, 3 steps")
+                for _ in range(min(3, cfg.warmup_steps)):
+                    train_step(run, net, loader, opts, seq_len)
         times = []
         for i in range(cfg.warmup_steps):
             synchronize(run.device)
             t0 = time.perf_counter()
             opts.set_muon_momentum(schedule.muon_momentum(i))
-            train_step(run, net, loader, opts)
+            train_step(run, net, loader, opts, cfg.train_seq_len)
             synchronize(run.device)
             times.append(1000.0 * (time.perf_counter() - t0))
             if i < 5 or (i + 1) % 10 == 0 or i + 1 == cfg.warmup_steps:
@@ -161,7 +171,7 @@ def run_steps(run: Run, model: GPT, net: nn.Module, compiled: nn.Module, opts: O
     cfg, total = run.cfg, run.cfg.iterations
     loader = run.train_loader()
     watch = Stopwatch(run.device)
-    step, elapsed_ms, stop_at = 0, 0.0, None
+    step, elapsed_ms, stop_at, seq_len = 0, 0.0, None, cfg.train_seq_len
     watch.start()
     while True:
         last = step == total or step == stop_at
@@ -180,9 +190,12 @@ def run_steps(run: Run, model: GPT, net: nn.Module, compiled: nn.Module, opts: O
             model.looping_active = True
             log(f"layer_loop:enabled step:{step} frac:{progress:.3f} "
                 f"encoder:{model.encoder_indices} decoder:{model.decoder_indices}")
+        if cfg.train_seq_schedule and schedule.seq_len(progress) != seq_len:
+            seq_len = schedule.seq_len(progress)
+            log(f"train_seq_len:{seq_len} step:{step} frac:{progress:.3f}")
         opts.set_lr_scale(schedule.lr_scale(progress))
         opts.set_muon_momentum(schedule.muon_momentum(step))
-        loss = train_step(run, net, loader, opts).item()
+        loss = train_step(run, net, loader, opts, seq_len).item()
         if ema is not None:
             ema.update(model)
         step += 1

@@ -80,6 +80,11 @@ def test_environment_values_are_parsed_by_type():
     ({"ROPE_DIMS": "15"}, "ROPE_DIMS=15 must be even"),
     ({"GPTQ_RESERVE_SECONDS": "700"}, "leaves no training time"),
     ({"AWQ_GROUPS": "1", "AWQ_BITS": "6"}, "AWQ_BITS=6 above MATRIX_BITS=6 and at most 8"),
+    ({"TRAIN_SEQ_SCHEDULE": "1024"}, "TRAIN_SEQ_SCHEDULE: '1024' is not LEN@FRAC"),
+    ({"TRAIN_SEQ_SCHEDULE": "1024@0.7,512@0.3"}, "the fractions must rise strictly inside (0, 1)"),
+    ({"TRAIN_SEQ_SCHEDULE": "1000@0.5"}, "each length must be shorter than TRAIN_SEQ_LEN=2048 and "
+                                         "divide it"),
+    ({"TRAIN_SEQ_SCHEDULE": "256@0.1,512@0.2,1024@0.3"}, "at most two stages before TRAIN_SEQ_LEN"),
 ])
 def test_bad_settings_stop_with_one_line(env, message):
     with pytest.raises(TrainerError) as info:

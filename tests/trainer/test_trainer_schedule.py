@@ -32,6 +32,15 @@ def test_momentum_warms_up_and_looping_switches_on():
     assert not make_schedule(load_config({"NUM_LOOPS": "0"})).looping(0.9)
 
 
+def test_the_training_context_follows_its_schedule():
+    schedule = make_schedule(load_config({"TRAIN_SEQ_LEN": "3072",
+                                          "TRAIN_SEQ_SCHEDULE": "1024@0.1, 1536@0.7"}))
+    assert schedule.seq_plan == ((0.1, 1024), (0.7, 1536), (1.0, 3072))
+    assert [schedule.seq_len(p) for p in (0.0, 0.099, 0.1, 0.69, 0.7, 1.0, 1.2)] == \
+        [1024, 1024, 1536, 1536, 3072, 3072, 3072]
+    assert make_schedule(load_config({})).seq_len(0.0) == 2048
+
+
 def test_ema_decay_scales_with_the_expected_steps():
     assert scaled_ema_decay(4550) == pytest.approx(0.9965)
     assert scaled_ema_decay(160) == pytest.approx(0.9005, abs=1e-4)
