@@ -1,0 +1,65 @@
+"""Artifact compression, whole and in slices: size and seconds for each method.
+
+    python -m benchmarks.compress_speed [--preset frontier] [--pieces 8]
+
+The container is a model of the preset's shape with random weights (rows of different spreads,
+as trained ones have), quantized with the preset's bits and clips by round-to-nearest: about the
+size and level statistics of a real export, without training. For each method it compresses the
+container whole, then in `--pieces` equal slices on as many threads (as trainer.compress does
+for brotli), and prints bytes and seconds for both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import lzma
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import torch
+
+from trainer.artifact import _embeddings, quantization_settings
+from trainer.compress import BROTLI_WINDOW, pack_tensors
+from trainer.config import load_config
+from trainer.model import GPT
+from trainer.quant import quantize_state_dict
+
+
+def container(preset: str) -> bytes:
+    torch.manual_seed(0)
+    cfg = load_config({"PRESET": preset})
+    model = GPT(cfg)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.ndim == 2:
+                p.copy_(torch.randn_like(p) * 0.02 * torch.exp(0.3 * torch.randn(p.shape[0], 1)))
+    return pack_tensors(quantize_state_dict(model.state_dict(), {}, embeddings=_embeddings(model),
+                                            **quantization_settings(cfg)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--preset", default="frontier")
+    parser.add_argument("--pieces", type=int, default=8)
+    args = parser.parse_args()
+    import brotli
+
+    methods = {"brotli": lambda b: brotli.compress(b, quality=11, lgwin=BROTLI_WINDOW),
+               "lzma": lambda b: lzma.compress(b, preset=9 | lzma.PRESET_EXTREME)}
+    data = container(args.preset)
+    n, k = len(data), args.pieces
+    print(f"container {n:,} bytes ({args.preset} preset), {os.cpu_count()} cores", flush=True)
+    for name, fn in methods.items():
+        t0 = time.perf_counter()
+        whole = len(fn(data))
+        t1 = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=k) as pool:
+            sliced = sum(map(len, pool.map(fn, [data[i * n // k:(i + 1) * n // k] for i in range(k)])))
+        t2 = time.perf_counter()
+        print(f"{name}: whole {whole:,} bytes in {t1 - t0:.1f}s; {k} slices {sliced:,} bytes "
+              f"in {t2 - t1:.1f}s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
