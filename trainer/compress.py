@@ -12,9 +12,9 @@ element is stored together, so the repetitive sign/exponent bytes of fp16 values
 Artifact (`compress_artifact`): b"PGA2", a method byte (1 brotli, 2 lzma), the CRC-32 and length of the
 container, then the compressed container. brotli compresses `PIECES` equal slices apart, in
 parallel threads (it releases the GIL), its payload starting with the streams' lengths (u32
-each): on a 36 MB container of the frontier model's shape (2 cores) that took 27.3 s instead of
-84.2 s and came out 375 bytes smaller. lzma stays one stream: in 8 slices it was 282 KB larger
-(16.1 s instead of 60.3 s). Any damage is reported as one ArtifactError line.
+each): on a 36 MB container of the frontier model's shape, 2 cores, that took 37 s instead of
+82 s and came out no larger; lzma stays one stream, as slices made it 282 KB larger
+(benchmarks/compress_speed.py, docs/export.md). Any damage is reported as one ArtifactError line.
 """
 
 from __future__ import annotations
