@@ -6,7 +6,8 @@ The container is a model of the preset's shape with random weights (rows of diff
 as trained ones have), quantized with the preset's bits and clips by round-to-nearest: about the
 size and level statistics of a real export, without training. For each method it compresses the
 container whole, then in `--pieces` equal slices on as many threads (as trainer.compress does
-for brotli), and prints bytes and seconds for both.
+for brotli), and prints bytes and seconds for both; then the rans artifact (COMPRESSOR=rans),
+its size, the seconds to write and to read it back, and whether it read back exactly.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 
 from trainer.artifact import _embeddings, quantization_settings
-from trainer.compress import BROTLI_WINDOW, pack_tensors
+from trainer.compress import BROTLI_WINDOW, compress_artifact, decompress_artifact, pack_tensors
 from trainer.config import load_config
 from trainer.model import GPT
 from trainer.quant import quantize_state_dict
@@ -59,6 +60,12 @@ def main() -> None:
         t2 = time.perf_counter()
         print(f"{name}: whole {whole:,} bytes in {t1 - t0:.1f}s; {k} slices {sliced:,} bytes "
               f"in {t2 - t1:.1f}s", flush=True)
+    t0 = time.perf_counter()
+    artifact = compress_artifact(data, "rans")
+    t1 = time.perf_counter()
+    exact = decompress_artifact(artifact) == data
+    print(f"rans: artifact {len(artifact):,} bytes in {t1 - t0:.1f}s, read back in "
+          f"{time.perf_counter() - t1:.1f}s, exact: {exact}", flush=True)
 
 
 if __name__ == "__main__":

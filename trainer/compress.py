@@ -36,12 +36,14 @@ from torch import Tensor
 
 from trainer.extras import EXTRAS
 from trainer.quant import QTensor
+from trainer.rans import rans_decode, rans_encode
 
 CONTAINER_MAGIC = b"PGQ1"
 ARTIFACT_MAGIC = b"PGA2"  # PGA1 held one brotli stream
 PIECES = 8  # brotli's slices
 _PREFIX = struct.Struct("<4sBII")  # magic, method, crc32, container length
-METHODS = {"brotli": 1, "lzma": 2}
+METHODS = {"brotli": 1, "lzma": 2, "rans": 3}
+GENERAL = ("brotli", "lzma")  # what COMPRESSOR=best tries: rans reads a whole container's layout
 _WIDTHS = (1, 2, 4, 8)
 _DTYPES = {str(d)[6:]: d for d in (torch.int8, torch.uint8, torch.bool, torch.float16, torch.bfloat16,
                                    torch.int16, torch.float32, torch.int32, torch.float64, torch.int64)}
@@ -156,9 +158,27 @@ def compress_artifact(container: bytes, method: str) -> bytes:
         payload = struct.pack(f"<{PIECES}I", *map(len, streams)) + b"".join(streams)
     elif method == "lzma":
         payload = lzma.compress(container, preset=9 | lzma.PRESET_EXTREME)
+    elif method == "rans":
+        start, segments, rest = _one_byte_section(container)
+        coded = rans_encode(segments)
+        payload = struct.pack("<I", len(coded)) + coded + lzma.compress(rest, preset=9 | lzma.PRESET_EXTREME)
     else:
         raise ValueError(f"unknown compression method {method!r}")
     return _PREFIX.pack(ARTIFACT_MAGIC, METHODS[method], zlib.crc32(container), len(container)) + payload
+
+
+def _one_byte_section(container: bytes) -> tuple[int, list[np.ndarray], bytes]:
+    """For rans: where the container's 1-byte section starts, its bytes cut at each tensor's
+    (the levels of each quantized matrix, and raw 1-byte tensors), and the container without
+    it, which lzma takes."""
+    (head_len,) = struct.unpack_from("<I", container, 4)
+    start = 8 + head_len + 32
+    size = struct.unpack_from("<Q", container, 8 + head_len)[0]
+    lengths = [int(np.prod(shape, dtype=np.int64)) for _, kind, dtype, shape, *_ in
+               json.loads(container[8:8 + head_len])["tensors"]
+               if kind == "q" or _DTYPES[dtype].itemsize == 1]
+    section = np.frombuffer(container, np.uint8, size, start)
+    return start, np.split(section, np.cumsum(lengths)[:-1]), container[:start] + container[start + size:]
 
 
 def _in_parallel(fn: Callable[[bytes], bytes], pieces: list[bytes]) -> list[bytes]:
@@ -176,8 +196,8 @@ def compress_all(container: bytes) -> dict[str, tuple[bytes | str, float]]:
             return compress_artifact(container, method), time.perf_counter() - t0
         except ImportError as exc:
             return f"not available ({exc})", 0.0
-    with ThreadPoolExecutor(max_workers=len(METHODS)) as pool:
-        return dict(zip(METHODS, pool.map(attempt, METHODS)))
+    with ThreadPoolExecutor(max_workers=len(GENERAL)) as pool:
+        return dict(zip(GENERAL, pool.map(attempt, GENERAL)))
 
 
 SAMPLE_PIECES, PIECE_BYTES = 32, 65_536  # a 2 MiB sample: about 1 s of brotli-11
@@ -218,7 +238,8 @@ def decompress_artifact(artifact: bytes, label: str = "artifact") -> bytes:
     except Exception as exc:  # brotli.error is not importable without brotli
         if isinstance(exc, ArtifactError):
             raise
-        raise ArtifactError(f"{label}: corrupted or truncated brotli data ({exc})") from None
+        name = {v: k for k, v in METHODS.items()}[method]
+        raise ArtifactError(f"{label}: corrupted or truncated {name} data ({exc})") from None
     if len(container) != length or zlib.crc32(container) != crc:
         raise ArtifactError(f"{label}: corrupted (length or CRC-32 of the content does not match)")
     return container
@@ -232,6 +253,12 @@ def _decompressed(method: int, payload: bytes, label: str) -> bytes:
         return b"".join(_in_parallel(brotli.decompress, [payload[a:b] for a, b in zip(starts, ends)]))
     if method == METHODS["lzma"]:
         return lzma.decompress(payload)
+    if method == METHODS["rans"]:
+        (n,) = struct.unpack_from("<I", payload)
+        section = b"".join(a.tobytes() for a in rans_decode(payload[4:4 + n]))
+        rest = lzma.decompress(payload[4 + n:])
+        start = 8 + struct.unpack_from("<I", rest, 4)[0] + 32
+        return rest[:start] + section + rest[start:]
     raise ArtifactError(f"{label}: unknown compression method byte {method}")
 
 

@@ -169,8 +169,9 @@ class Config:
                            "of all GPTQ matrices, quantized at AWQ_BITS (PR #1908); 0 = off.")
     awq_group_size: int = knob(64, "Adjacent input columns per AWQ-lite group.")
     awq_bits: int = knob(8, "Bits of the AWQ-lite groups' weights.")
-    compressor: str = knob("brotli", "Compressor of the quantized model; best tries each.",
-                           ("brotli", "lzma", "best"))
+    compressor: str = knob("brotli", "Compressor of the quantized model: brotli, lzma, rans (the "
+                           "levels entropy-coded per matrix, the rest lzma) or best (the smaller "
+                           "of brotli and lzma on a sample).", ("brotli", "lzma", "rans", "best"))
     eval_seq_len: int = knob(2048, "Tokens per evaluation window.")
     eval_stride: int = knob(64, "Sliding-window evaluation stride.")
     sliding_window_enabled: bool = knob(True, "Score the quantized model with sliding windows.")

@@ -50,7 +50,7 @@ def test_container_roundtrip_is_bit_exact():
     _same(q, compress.unpack_tensors(compress.pack_tensors(q)))
 
 
-@pytest.mark.parametrize("method", ["brotli", "lzma"])
+@pytest.mark.parametrize("method", ["brotli", "lzma", "rans"])
 def test_artifact_roundtrip_through_a_file_is_bit_exact(tmp_path, method):
     q = _quantized()
     path = tmp_path / "model.pga"

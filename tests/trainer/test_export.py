@@ -245,3 +245,17 @@ def test_awq_groups_go_only_to_matrices_below_their_bits(embed_bits, chosen):
     cfg = config(awq_groups=1, awq_group_size=16, embed_bits=embed_bits)
     fine = artifact._salient(cfg, model, state, hessians, lines.append)
     assert list(fine) == [chosen] and lines[0].startswith(f"awq:int8 columns {chosen} ")
+
+
+@pytest.mark.slow
+def test_a_rans_artifact_scores_as_the_lzma_one(tmp_path):
+    """COMPRESSOR=rans changes the bytes, not the model: the same levels come back."""
+    scores = {}
+    for method in ("lzma", "rans"):
+        (tmp_path / method).mkdir()
+        cfg = config(compressor=method, ttt_enabled=False, sliding_window_enabled=False)
+        figures, lines = _export(tmp_path / method, cfg=cfg)
+        assert any(line.startswith(f"compression: {method} ") for line in lines)
+        scores[method] = figures["quantized"]["val_bpb"]
+    assert (tmp_path / "rans" / "model.pga").read_bytes()[4] == compress.METHODS["rans"]
+    assert scores["rans"] == scores["lzma"]

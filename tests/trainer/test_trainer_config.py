@@ -70,7 +70,7 @@ def test_environment_values_are_parsed_by_type():
     ({"NUM_LAYERS": "11.5"}, "NUM_LAYERS='11.5': expected an integer"),
     ({"MATRIX_LR": "fast"}, "MATRIX_LR='fast': expected a number"),
     ({"TIE_EMBEDDINGS": "2"}, "TIE_EMBEDDINGS='2': expected 0 or 1"),
-    ({"COMPRESSOR": "zstd"}, "COMPRESSOR='zstd': expected one of brotli, lzma, best"),
+    ({"COMPRESSOR": "zstd"}, "COMPRESSOR='zstd': expected one of brotli, lzma, rans, best"),
     ({"PRESET": "huge"}, "PRESET='huge': expected one of record, frontier, baseline, tiny"),
     ({"MATRX_LR": "0.1"}, "unknown setting MATRX_LR in the environment (did you mean MATRIX_LR"),
     ({"WARMDOWN_ITERS": "1200"}, "unknown setting WARMDOWN_ITERS"),
