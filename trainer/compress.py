@@ -228,9 +228,9 @@ def decompress_artifact(artifact: bytes, label: str = "artifact") -> bytes:
     _, method, crc, length = _PREFIX.unpack_from(artifact)
     payload = artifact[_PREFIX.size:]
     if not EXTRAS:  # a record run reads back only the artifact it has just written
-        return _decompressed(method, payload, label)
+        return _decompressed(method, payload, label, length)
     try:
-        container = _decompressed(method, payload, label)
+        container = _decompressed(method, payload, label, length)
     except ImportError as exc:
         raise ArtifactError(f"{label}: compressed with brotli, which is not installed ({exc})") from None
     except (lzma.LZMAError, EOFError) as exc:
@@ -245,7 +245,7 @@ def decompress_artifact(artifact: bytes, label: str = "artifact") -> bytes:
     return container
 
 
-def _decompressed(method: int, payload: bytes, label: str) -> bytes:
+def _decompressed(method: int, payload: bytes, label: str, length: int) -> bytes:
     if method == METHODS["brotli"]:
         import brotli
         ends = np.cumsum(struct.unpack_from(f"<{PIECES}I", payload)) + 4 * PIECES
@@ -255,7 +255,7 @@ def _decompressed(method: int, payload: bytes, label: str) -> bytes:
         return lzma.decompress(payload)
     if method == METHODS["rans"]:
         (n,) = struct.unpack_from("<I", payload)
-        section = b"".join(a.tobytes() for a in rans_decode(payload[4:4 + n]))
+        section = b"".join(a.tobytes() for a in rans_decode(payload[4:4 + n], length))
         rest = lzma.decompress(payload[4 + n:])
         start = 8 + struct.unpack_from("<I", rest, 4)[0] + 32
         return rest[:start] + section + rest[start:]

@@ -24,6 +24,7 @@ PROB_BITS = 15
 M = 1 << PROB_BITS
 LOW = 1 << 16  # a state's lower bound
 LANES = 1024
+MAX_SEGMENTS = 4096  # a model has one per quantized matrix (about 130): bounds what a read allocates
 
 
 def _table(segment: np.ndarray) -> tuple[int, np.ndarray]:
@@ -66,9 +67,12 @@ def rans_encode(segments: list[np.ndarray]) -> bytes:
             + stream.tobytes())
 
 
-def rans_decode(data: bytes) -> list[np.ndarray]:
-    """The uint8 arrays `rans_encode` was given. Raises ValueError on a malformed stream."""
+def rans_decode(data: bytes, max_symbols: int) -> list[np.ndarray]:
+    """The uint8 arrays `rans_encode` was given. Raises ValueError on a malformed stream, and
+    before allocating for more than MAX_SEGMENTS segments or `max_symbols` symbols."""
     (count,), at = struct.unpack_from("<I", data), 4
+    if count > MAX_SEGMENTS:
+        raise ValueError(f"{count} segments (at most {MAX_SEGMENTS})")
     lengths, freq = [], np.zeros((count, 256), dtype=np.int64)
     for i in range(count):
         length, lo, size = struct.unpack_from("<IBH", data, at)
@@ -80,6 +84,8 @@ def rans_decode(data: bytes) -> list[np.ndarray]:
         if length and freq[i].sum() != M:
             raise ValueError("a table does not sum to its scale")
         lengths.append(length)
+    if sum(lengths) > max_symbols:
+        raise ValueError(f"{sum(lengths):,} symbols, more than the {max_symbols:,} expected")
     cum = np.cumsum(freq, axis=1) - freq
     slot_symbol = np.zeros((count, M), dtype=np.uint8)  # which symbol owns each slot of [0, M)
     for i in range(count):

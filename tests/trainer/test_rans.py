@@ -4,7 +4,7 @@ stream raises."""
 import numpy as np
 import pytest
 
-from trainer.rans import LANES, rans_decode, rans_encode
+from trainer.rans import LANES, MAX_SEGMENTS, rans_decode, rans_encode
 
 
 def _levels(n, sigma, seed):
@@ -18,10 +18,10 @@ def test_every_segment_comes_back_exactly():
     segments = [_levels(50_000, 2.4, 1), np.zeros(0, np.uint8), np.full(777, 3, np.uint8),
                 rng.integers(0, 256, 5_000).astype(np.uint8), _levels(LANES - 1, 0.3, 2),
                 np.array([255], np.uint8)]
-    back = rans_decode(rans_encode(segments))
+    back = rans_decode(rans_encode(segments), sum(map(len, segments)))
     assert len(back) == len(segments)
     assert all(np.array_equal(a, b) for a, b in zip(segments, back))
-    assert rans_decode(rans_encode([])) == []
+    assert rans_decode(rans_encode([]), 0) == []
 
 
 def test_the_size_is_near_the_order0_entropy():
@@ -44,4 +44,15 @@ def test_a_damaged_stream_raises(damage):
     else:
         data[11] ^= 0x40  # a frequency of the table: it no longer sums to its scale
     with pytest.raises((ValueError, IndexError)):
-        rans_decode(bytes(data))
+        rans_decode(bytes(data), 20_000)
+
+
+@pytest.mark.parametrize("claim", ["segments", "symbols"])
+def test_a_hostile_count_is_refused_before_allocating(claim):
+    data = bytearray(rans_encode([_levels(1_000, 2.4, 6)]))
+    if claim == "segments":
+        data[0:4] = (MAX_SEGMENTS + 1).to_bytes(4, "little")
+    else:
+        data[4:8] = (2**32 - 1).to_bytes(4, "little")  # the segment's length
+    with pytest.raises(ValueError, match="segments|symbols"):
+        rans_decode(bytes(data), 1_000)
