@@ -9,8 +9,9 @@ Each section is byte-shuffled with its element width as the stride: the k-th byt
 element is stored together, so the repetitive sign/exponent bytes of fp16 values form long runs
 (byte shuffle + brotli: PR #1089).
 
-Artifact (`compress_artifact`): b"PGA2", a method byte (1 brotli, 2 lzma), the CRC-32 and length of the
-container, then the compressed container. brotli compresses `PIECES` equal slices apart, in
+Artifact (`compress_artifact`): b"PGA2", a method byte (1 brotli, 2 lzma, 3 rans), the CRC-32 and
+length of the container, then the compressed container (rans: u32 length of the coded 1-byte
+section, trainer/rans.py's stream, then lzma of the rest). brotli compresses `PIECES` equal slices apart, in
 parallel threads (it releases the GIL), its payload starting with the streams' lengths (u32
 each): on a 36 MB container of the frontier model's shape, 2 cores, that took 37 s instead of
 82 s and came out no larger; lzma stays one stream, as slices made it 282 KB larger

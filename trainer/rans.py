@@ -34,7 +34,13 @@ def _table(segment: np.ndarray) -> tuple[int, np.ndarray]:
     lo, hi = int(present[0]), int(present[-1]) + 1
     counts = counts[lo:hi]
     freqs = np.where(counts > 0, np.maximum(1, counts * M // counts.sum()), 0)
-    freqs[np.argmax(freqs)] += M - freqs.sum()  # the largest absorbs the rounding
+    excess = int(freqs.sum()) - M  # from rounding down, or up to 1 for rare symbols
+    while excess > 0:  # taken from the largest entries, none below 1
+        i = int(np.argmax(freqs))
+        take = min(excess, int(freqs[i]) - 1)
+        freqs[i] -= take
+        excess -= take
+    freqs[np.argmax(freqs)] -= excess
     return lo, freqs
 
 
