@@ -10,7 +10,7 @@ from trainer.config import hyperparameter_lines, load_config
 def logged(env: dict[str, str]) -> dict[str, str]:
     """The Hyperparameters block a run with `env` prints, as name -> value."""
     lines = hyperparameter_lines(load_config(env))[1:]
-    return dict(line.strip().split(": ", 1) for line in lines)
+    return {name.strip(): value.strip() for name, value in (line.split(":", 1) for line in lines)}
 
 
 def test_a_default_run_changes_nothing():
