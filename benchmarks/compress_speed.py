@@ -6,8 +6,10 @@ The container is a model of the preset's shape with random weights (rows of diff
 as trained ones have), quantized with the preset's bits and clips by round-to-nearest: about the
 size and level statistics of a real export, without training. For each method it compresses the
 container whole, then in `--pieces` equal slices on as many threads (as trainer.compress does
-for brotli), and prints bytes and seconds for both; then the rans artifact (COMPRESSOR=rans),
-its size, the seconds to write and to read it back, and whether it read back exactly.
+for brotli), and prints bytes and seconds for both; then the order-0 entropy of each tensor's
+levels, summed (what an entropy coder with one table per tensor can reach), and the rans
+artifact (COMPRESSOR=rans): its size, the seconds to write and to read it back, and whether it
+read back exactly.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 
 from trainer.artifact import _embeddings, quantization_settings
-from trainer.compress import BROTLI_WINDOW, compress_artifact, decompress_artifact, pack_tensors
+from trainer.compress import (BROTLI_WINDOW, compress_artifact, decompress_artifact, pack_tensors,
+                              unpack_tensors)
 from trainer.config import load_config
 from trainer.model import GPT
-from trainer.quant import quantize_state_dict
+from trainer.quant import QTensor, quantize_state_dict
 
 
 def container(preset: str) -> bytes:
@@ -60,6 +63,12 @@ def main() -> None:
         t2 = time.perf_counter()
         print(f"{name}: whole {whole:,} bytes in {t1 - t0:.1f}s; {k} slices {sliced:,} bytes "
               f"in {t2 - t1:.1f}s", flush=True)
+    bits = 0.0
+    for v in unpack_tensors(data).values():
+        if isinstance(v, QTensor):
+            p = torch.bincount(v.q.reshape(-1).long() + 128, minlength=256).double() / v.q.numel()
+            bits -= float((p[p > 0] * p[p > 0].log2()).sum()) * v.q.numel()
+    print(f"levels: order-0 entropy {bits / 8:,.0f} bytes", flush=True)
     t0 = time.perf_counter()
     artifact = compress_artifact(data, "rans")
     t1 = time.perf_counter()

@@ -115,9 +115,9 @@ def _embeddings(model: nn.Module) -> set[str]:
 
 def _quantize(cfg, model: nn.Module, hessians: dict[str, Tensor], log) -> dict:
     t0 = time.perf_counter()
-    state = model.state_dict()
-    fine = _salient(cfg, model, state, hessians, log) if cfg.awq_groups else {}
-    quantized = quantize_state_dict(state, hessians, embeddings=_embeddings(model), fine=fine,
+    state, embeddings = model.state_dict(), _embeddings(model)
+    fine = _salient(cfg, embeddings, state, hessians, log) if cfg.awq_groups else {}
+    quantized = quantize_state_dict(state, hessians, embeddings=embeddings, fine=fine,
                                     fine_bits=cfg.awq_bits, **quantization_settings(cfg))
     log(f"quantize:{len(quantized)} tensors in {time.perf_counter() - t0:.1f}s")
     log("Quantized weights:")
@@ -128,11 +128,10 @@ def _quantize(cfg, model: nn.Module, hessians: dict[str, Tensor], log) -> dict:
     return quantized
 
 
-def _salient(cfg, model: nn.Module, state: dict[str, Tensor], hessians: dict[str, Tensor],
+def _salient(cfg, embeddings: set[str], state: dict[str, Tensor], hessians: dict[str, Tensor],
              log) -> dict[str, list[tuple[int, int]]]:
     """AWQ-lite's column groups (quant.salient_groups) among the matrices quantized below
     AWQ_BITS, logged."""
-    embeddings = _embeddings(model)
     below = {n: h for n, h in hessians.items()
              if (cfg.embed_bits if n in embeddings else cfg.matrix_bits) < cfg.awq_bits}
     fine = salient_groups(state, below, size=cfg.awq_group_size, count=cfg.awq_groups)

@@ -96,16 +96,20 @@ def pack_tensors(quantized: dict[str, QTensor | Tensor]) -> bytes:
     return CONTAINER_MAGIC + struct.pack("<I", len(head)) + head + sizes + b"".join(body)
 
 
+def _layout(blob: bytes) -> tuple[list, tuple[int, ...], int]:
+    """A container's header entries, its section sizes, and where its sections start."""
+    (head_len,) = struct.unpack_from("<I", blob, 4)
+    header = json.loads(blob[8:8 + head_len])["tensors"]
+    return header, struct.unpack_from("<4Q", blob, 8 + head_len), 8 + head_len + 32
+
+
 def unpack_tensors(blob: bytes) -> dict[str, QTensor | Tensor]:
     """Inverse of `pack_tensors`. Raises ArtifactError on anything inconsistent (the checks are
     extras: a record run reads only the container it has just written)."""
     try:
         if EXTRAS and blob[:4] != CONTAINER_MAGIC:  # the checks are for a file of unknown origin
             raise ArtifactError("not a pgolf tensor container")
-        (head_len,) = struct.unpack_from("<I", blob, 4)
-        header = json.loads(blob[8:8 + head_len])["tensors"]
-        sizes = struct.unpack_from("<4Q", blob, 8 + head_len)
-        offset = 8 + head_len + 32
+        header, sizes, offset = _layout(blob)
         if EXTRAS and offset + sum(sizes) != len(blob):
             raise ArtifactError("section sizes do not add up to the container's length")
         sections = {}
@@ -172,12 +176,10 @@ def _one_byte_section(container: bytes) -> tuple[int, list[np.ndarray], bytes]:
     """For rans: where the container's 1-byte section starts, its bytes cut at each tensor's
     (the levels of each quantized matrix, and raw 1-byte tensors), and the container without
     it, which lzma takes."""
-    (head_len,) = struct.unpack_from("<I", container, 4)
-    start = 8 + head_len + 32
-    size = struct.unpack_from("<Q", container, 8 + head_len)[0]
-    lengths = [int(np.prod(shape, dtype=np.int64)) for _, kind, dtype, shape, *_ in
-               json.loads(container[8:8 + head_len])["tensors"]
+    header, sizes, start = _layout(container)
+    lengths = [int(np.prod(shape, dtype=np.int64)) for _, kind, dtype, shape, *_ in header
                if kind == "q" or _DTYPES[dtype].itemsize == 1]
+    size = sizes[0]
     section = np.frombuffer(container, np.uint8, size, start)
     return start, np.split(section, np.cumsum(lengths)[:-1]), container[:start] + container[start + size:]
 
@@ -258,7 +260,7 @@ def _decompressed(method: int, payload: bytes, label: str, length: int) -> bytes
         (n,) = struct.unpack_from("<I", payload)
         section = b"".join(a.tobytes() for a in rans_decode(payload[4:4 + n], length))
         rest = lzma.decompress(payload[4 + n:])
-        start = 8 + struct.unpack_from("<I", rest, 4)[0] + 32
+        start = _layout(rest)[2]
         return rest[:start] + section + rest[start:]
     raise ArtifactError(f"{label}: unknown compression method byte {method}")
 

@@ -243,7 +243,7 @@ def test_awq_groups_go_only_to_matrices_below_their_bits(embed_bits, chosen):
     hessians = {n: torch.eye(state[n].shape[1]) for n in ("tok_emb.weight", "blocks.0.fc.weight")}
     hessians["tok_emb.weight"] *= 100  # the loudest inputs: chosen unless at 8 bits already
     cfg = config(awq_groups=1, awq_group_size=16, embed_bits=embed_bits)
-    fine = artifact._salient(cfg, model, state, hessians, lines.append)
+    fine = artifact._salient(cfg, {"tok_emb.weight"}, state, hessians, lines.append)
     assert list(fine) == [chosen] and lines[0].startswith(f"awq:int8 columns {chosen} ")
 
 
