@@ -4,7 +4,7 @@ trainer's own model at the tiny preset, CPU."""
 import pytest
 import torch
 
-from trainer import doc_ttt, probe, sliding
+from trainer import distributed, doc_ttt, probe, sliding
 from trainer.config import load_config
 from trainer.lora import DocAdapters
 from trainer.model import GPT
@@ -162,7 +162,7 @@ def _two_rank_worker(rank, path, queue):
         dist.init_process_group("gloo", init_method=f"file://{path}", rank=rank, world_size=2)
         torch.set_num_threads(1)
         queue.put((rank, _split_runs(_tokens())))
-        dist.destroy_process_group()
+        distributed.stop(finished=True)  # a barrier first: an early teardown can abort the other
     except BaseException:
         queue.put((rank, traceback.format_exc()))
         raise

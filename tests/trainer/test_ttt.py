@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from trainer import sliding, ttt
+from trainer import distributed, sliding, ttt
 from tinylm import byte_table, markov_tokens, tiny_model
 
 SETTINGS = dict(seq_len=32, stride=8, batch_windows=4, chunk_tokens=64, epochs=2, lr=0.05,
@@ -76,7 +76,7 @@ def _two_rank_worker(rank, path, queue):
                                     batch_windows=4)
         (loss, bpb), model = _run(tokens, batch_seqs=3)
         queue.put((rank, plain, (loss, bpb), model.tok_emb.weight.sum().item()))
-        dist.destroy_process_group()
+        distributed.stop(finished=True)  # a barrier first: an early teardown can abort the other
     except BaseException:
         queue.put((rank, traceback.format_exc(), None, None))
         raise
