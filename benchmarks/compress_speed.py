@@ -1,11 +1,14 @@
 """Artifact compression, whole and in slices: size and seconds for each method.
 
     python -m benchmarks.compress_speed [--preset frontier] [--pieces 8]
+    python -m benchmarks.compress_speed --artifact RUN_DIR/final_model.pga
 
 The container is a model of the preset's shape with random weights (rows of different spreads,
 as trained ones have), quantized with the preset's bits and clips by round-to-nearest: about the
-size and level statistics of a real export, without training. For each method it compresses the
-container whole, then in `--pieces` equal slices on as many threads (as trainer.compress does
+size and level statistics of a real export, without training. With --artifact it is the
+container inside a run's artifact instead: trained weights, as GPTQ quantized them.
+
+For each method it compresses the container whole, then in `--pieces` equal slices on as many threads (as trainer.compress does
 for brotli), and prints bytes and seconds for both; then the order-0 entropy of each tensor's
 levels, summed (what an entropy coder with one table per tensor can reach), and the rans
 artifact (COMPRESSOR=rans): its size, the seconds to write and to read it back, and whether it
@@ -19,6 +22,7 @@ import lzma
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import torch
 
@@ -46,14 +50,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--preset", default="frontier")
     parser.add_argument("--pieces", type=int, default=8)
+    parser.add_argument("--artifact", type=Path, help="a run's artifact: compress its container")
     args = parser.parse_args()
     import brotli
 
     methods = {"brotli": lambda b: brotli.compress(b, quality=11, lgwin=BROTLI_WINDOW),
                "lzma": lambda b: lzma.compress(b, preset=9 | lzma.PRESET_EXTREME)}
-    data = container(args.preset)
+    if args.artifact:
+        data, origin = decompress_artifact(args.artifact.read_bytes()), str(args.artifact)
+    else:
+        data, origin = container(args.preset), f"{args.preset} preset, random weights"
     n, k = len(data), args.pieces
-    print(f"container {n:,} bytes ({args.preset} preset), {os.cpu_count()} cores", flush=True)
+    print(f"container {n:,} bytes ({origin}), {os.cpu_count()} cores", flush=True)
     for name, fn in methods.items():
         t0 = time.perf_counter()
         whole = len(fn(data))

@@ -10,9 +10,10 @@ element is stored together, so the repetitive sign/exponent bytes of fp16 values
 (byte shuffle + brotli: PR #1089).
 
 Artifact (`compress_artifact`): b"PGA2", a method byte (1 brotli, 2 lzma, 3 rans), the CRC-32 and
-length of the container, then the compressed container (rans: u32 length of the coded 1-byte
-section, trainer/rans.py's stream, then lzma of the rest). brotli compresses `PIECES` equal slices apart, in
-parallel threads (it releases the GIL), its payload starting with the streams' lengths (u32
+length of the container, then the compressed container. rans: u32 length of trainer/rans.py's
+stream of the 1-byte section, that stream (a quantized matrix in `COLUMN_CLASSES` segments, its
+columns grouped by spread), then lzma of the rest of the container followed by each matrix's
+column classes (u8 per column). brotli compresses `PIECES` equal slices apart, in parallel threads (it releases the GIL), its payload starting with the streams' lengths (u32
 each): on a 36 MB container of the frontier model's shape, 2 cores, that took 37 s instead of
 82 s and came out no larger; lzma stays one stream, as slices made it 282 KB larger
 (benchmarks/compress_speed.py, docs/export.md). Any damage is reported as one ArtifactError line.
@@ -42,6 +43,8 @@ from trainer.rans import rans_decode, rans_encode
 CONTAINER_MAGIC = b"PGQ1"
 ARTIFACT_MAGIC = b"PGA2"  # PGA1 held one brotli stream
 PIECES = 8  # brotli's slices
+COLUMN_CLASSES = 4  # rans: tables per quantized matrix
+_OFFSET = np.uint8(0x80)  # rans codes int8 as offset binary: a table spans only the levels used
 _PREFIX = struct.Struct("<4sBII")  # magic, method, crc32, container length
 METHODS = {"brotli": 1, "lzma": 2, "rans": 3}
 GENERAL = ("brotli", "lzma")  # what COMPRESSOR=best tries: rans reads a whole container's layout
@@ -164,7 +167,7 @@ def compress_artifact(container: bytes, method: str) -> bytes:
     elif method == "lzma":
         payload = lzma.compress(container, preset=9 | lzma.PRESET_EXTREME)
     elif method == "rans":
-        start, segments, rest = _one_byte_section(container)
+        segments, rest = _rans_split(container)
         coded = rans_encode(segments)
         payload = struct.pack("<I", len(coded)) + coded + lzma.compress(rest, preset=9 | lzma.PRESET_EXTREME)
     else:
@@ -172,16 +175,59 @@ def compress_artifact(container: bytes, method: str) -> bytes:
     return _PREFIX.pack(ARTIFACT_MAGIC, METHODS[method], zlib.crc32(container), len(container)) + payload
 
 
-def _one_byte_section(container: bytes) -> tuple[int, list[np.ndarray], bytes]:
-    """For rans: where the container's 1-byte section starts, its bytes cut at each tensor's
-    (the levels of each quantized matrix, and raw 1-byte tensors), and the container without
-    it, which lzma takes."""
+def _column_classes(q: np.ndarray) -> np.ndarray:
+    """uint8 [cols]: each column of a matrix's levels in one of COLUMN_CLASSES classes, by the
+    quartiles of its mean |level|. A trained matrix's input columns differ in spread (the MLP's
+    projection: some hidden units are far less active than others), so one table per class codes
+    its levels smaller than one table for the whole matrix."""
+    spread = np.abs(q.view(np.int8).astype(np.int16)).mean(axis=0)
+    edges = np.quantile(spread, np.linspace(0, 1, COLUMN_CLASSES + 1)[1:-1])
+    return np.searchsorted(edges, spread).astype(np.uint8)
+
+
+def _rans_split(container: bytes) -> tuple[list[np.ndarray], bytes]:
+    """For rans: the container's 1-byte section as segments of one table each (a quantized
+    matrix's levels class by class of its columns, a raw 1-byte tensor whole), and what lzma
+    takes: the rest of the container, then every matrix's column classes."""
     header, sizes, start = _layout(container)
-    lengths = [int(np.prod(shape, dtype=np.int64)) for _, kind, dtype, shape, *_ in header
-               if kind == "q" or _DTYPES[dtype].itemsize == 1]
-    size = sizes[0]
-    section = np.frombuffer(container, np.uint8, size, start)
-    return start, np.split(section, np.cumsum(lengths)[:-1]), container[:start] + container[start + size:]
+    section = np.frombuffer(container, np.uint8, sizes[0], start)
+    segments, classes, at = [], [], 0
+    for _, kind, dtype, shape, *_ in header:
+        n = int(np.prod(shape, dtype=np.int64))
+        if kind == "q":
+            q = section[at:at + n].reshape(shape)
+            cls = _column_classes(q)
+            segments += [q[:, cls == k].ravel() ^ _OFFSET for k in range(COLUMN_CLASSES)]
+            classes.append(cls.tobytes())
+        elif _DTYPES[dtype].itemsize == 1:
+            segments.append(section[at:at + n] ^ _OFFSET)
+        else:
+            continue
+        at += n
+    return segments, container[:start] + container[start + sizes[0]:] + b"".join(classes)
+
+
+def _rans_join(segments: list[np.ndarray], tail: bytes) -> bytes:
+    """The container `_rans_split` took apart into `segments` and `tail`."""
+    header, _, start = _layout(tail)
+    claimed = sum(int(np.prod(shape, dtype=np.int64)) for _, kind, dtype, shape, *_ in header
+                  if kind == "q" or _DTYPES[dtype].itemsize == 1)
+    if sum(map(len, segments)) != claimed:  # checked before allocating what a header claims
+        raise ValueError("the coded levels do not fill the container's 1-byte tensors")
+    n_classes = sum(shape[1] for _, kind, _, shape, *_ in header if kind == "q")
+    rest, classes = tail[:len(tail) - n_classes], np.frombuffer(tail, np.uint8, n_classes,
+                                                                len(tail) - n_classes)
+    parts, pending, at = [], iter(segments), 0
+    for _, kind, dtype, shape, *_ in header:
+        if kind == "q":
+            cls, q = classes[at:at + shape[1]], np.zeros(shape, np.uint8)
+            at += shape[1]
+            for k in range(COLUMN_CLASSES):
+                q[:, cls == k] = next(pending).reshape(shape[0], -1) ^ _OFFSET
+            parts.append(q.tobytes())
+        elif _DTYPES[dtype].itemsize == 1:
+            parts.append((next(pending) ^ _OFFSET).tobytes())
+    return rest[:start] + b"".join(parts) + rest[start:]
 
 
 def _in_parallel(fn: Callable[[bytes], bytes], pieces: list[bytes]) -> list[bytes]:
@@ -258,10 +304,7 @@ def _decompressed(method: int, payload: bytes, label: str, length: int) -> bytes
         return lzma.decompress(payload)
     if method == METHODS["rans"]:
         (n,) = struct.unpack_from("<I", payload)
-        section = b"".join(a.tobytes() for a in rans_decode(payload[4:4 + n], length))
-        rest = lzma.decompress(payload[4 + n:])
-        start = _layout(rest)[2]
-        return rest[:start] + section + rest[start:]
+        return _rans_join(rans_decode(payload[4:4 + n], length), lzma.decompress(payload[4 + n:]))
     raise ArtifactError(f"{label}: unknown compression method byte {method}")
 
 

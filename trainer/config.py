@@ -218,6 +218,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "gptq_calibration_batches": 16,
         "doc_mask": True,                           # its varlen attention within documents
         "gptq_reserve_seconds": 8.0,                # PR #1868's re-run: Hessians end inside 600 s
+        "compressor": "rans",                       # in place of its per-group lrzip (docs/export.md)
     },
     # The challenge's naive baseline (root train_gpt.py; records/.../2026-03-17_NaiveBaseline).
     "baseline": {

@@ -59,6 +59,30 @@ def test_artifact_roundtrip_through_a_file_is_bit_exact(tmp_path, method):
     assert [p.name for p in tmp_path.iterdir()] == ["model.pga"]  # no temporary left behind
 
 
+def test_rans_gives_each_class_of_a_matrix_columns_its_own_table(monkeypatch):
+    """A third of the columns narrow, as a trained projection's less active inputs: tables per
+    class of columns code the levels smaller than one table for the matrix, and read back."""
+    g = torch.Generator().manual_seed(0)
+    w = torch.randn(256, 512, generator=g) * torch.where(torch.arange(512) % 3 == 0, 0.2, 1.0)
+    q = {"m": quant.quantize_rtn(w, 12.85, 6), "flags": torch.tensor([True, False])}
+    container = compress.pack_tensors(q)
+    by_class = compress.compress_artifact(container, "rans")
+    _same(q, compress.unpack_tensors(compress.decompress_artifact(by_class)))
+    monkeypatch.setattr(compress, "COLUMN_CLASSES", 1)
+    assert len(by_class) < 0.97 * len(compress.compress_artifact(container, "rans"))
+
+
+def test_a_rans_artifact_whose_header_claims_more_levels_is_refused_before_allocating():
+    """The levels decoded must fill exactly the 1-byte tensors the container's header lists,
+    checked before the matrices it claims are built."""
+    q = {"m": quant.quantize_rtn(torch.randn(64, 64), 12.85, 6)}
+    container = compress.pack_tensors(q)
+    segments, tail = compress._rans_split(container)
+    lying = tail.replace(b"[64,64]", b"[96,64]")  # 96 rows claimed, 64 coded
+    with pytest.raises(ValueError, match="do not fill the container's 1-byte tensors"):
+        compress._rans_join(segments, lying)
+
+
 def test_brotli_compresses_the_container_in_pieces_apart():
     """As the module docstring lays it out, so each piece can be compressed in its own thread."""
     import brotli
