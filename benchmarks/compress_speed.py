@@ -10,9 +10,10 @@ container inside a run's artifact instead: trained weights, as GPTQ quantized th
 
 For each method it compresses the container whole, then in `--pieces` equal slices on as many threads (as trainer.compress does
 for brotli), and prints bytes and seconds for both; then the order-0 entropy of each tensor's
-levels, summed (what an entropy coder with one table per tensor can reach), and the rans
-artifact (COMPRESSOR=rans): its size, the seconds to write and to read it back, and whether it
-read back exactly.
+levels, summed (what an entropy coder with one table per tensor can reach); the container's
+1-byte section alone under brotli-11 and under rans with 1, 2, 4 and 8 classes of columns per
+matrix; and the rans artifact (COMPRESSOR=rans): its size, the seconds to write and to read it
+back, and whether it read back exactly.
 """
 
 from __future__ import annotations
@@ -27,11 +28,12 @@ from pathlib import Path
 import torch
 
 from trainer.artifact import _embeddings, quantization_settings
-from trainer.compress import (BROTLI_WINDOW, compress_artifact, decompress_artifact, pack_tensors,
-                              unpack_tensors)
+from trainer.compress import (BROTLI_WINDOW, _layout, _rans_split, compress_artifact,
+                              decompress_artifact, pack_tensors, unpack_tensors)
 from trainer.config import load_config
 from trainer.model import GPT
 from trainer.quant import QTensor, quantize_state_dict
+from trainer.rans import rans_encode
 
 
 def container(preset: str) -> bytes:
@@ -77,6 +79,11 @@ def main() -> None:
             p = torch.bincount(v.q.reshape(-1).long() + 128, minlength=256).double() / v.q.numel()
             bits -= float((p[p > 0] * p[p > 0].log2()).sum()) * v.q.numel()
     print(f"levels: order-0 entropy {bits / 8:,.0f} bytes", flush=True)
+    _, sizes, start = _layout(data)
+    section = data[start:start + sizes[0]]
+    coded = {k: len(rans_encode(_rans_split(data, k)[0])) for k in (1, 2, 4, 8)}
+    print(f"1-byte section alone: brotli-11 {len(methods['brotli'](section)):,} bytes; rans with "
+          + ", ".join(f"{k} column classes {n:,}" for k, n in coded.items()), flush=True)
     t0 = time.perf_counter()
     artifact = compress_artifact(data, "rans")
     t1 = time.perf_counter()

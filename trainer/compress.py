@@ -13,9 +13,10 @@ Artifact (`compress_artifact`): b"PGA2", a method byte (1 brotli, 2 lzma, 3 rans
 length of the container, then the compressed container. rans: u32 length of trainer/rans.py's
 stream of the 1-byte section, that stream (a quantized matrix in `COLUMN_CLASSES` segments, its
 columns grouped by spread), then lzma of the rest of the container followed by each matrix's
-column classes (u8 per column). brotli compresses `PIECES` equal slices apart, in parallel threads (it releases the GIL), its payload starting with the streams' lengths (u32
-each): on a 36 MB container of the frontier model's shape, 2 cores, that took 37 s instead of
-82 s and came out no larger; lzma stays one stream, as slices made it 282 KB larger
+column classes (u8 per column). brotli compresses `PIECES` equal slices apart, in parallel
+threads (it releases the GIL), its payload starting with the streams' lengths (u32 each): on a
+36 MB container of the frontier model's shape, 2 cores, that took 37 s instead of 82 s and came
+out no larger; lzma stays one stream, as slices made it 282 KB larger
 (benchmarks/compress_speed.py, docs/export.md). Any damage is reported as one ArtifactError line.
 """
 
@@ -175,36 +176,37 @@ def compress_artifact(container: bytes, method: str) -> bytes:
     return _PREFIX.pack(ARTIFACT_MAGIC, METHODS[method], zlib.crc32(container), len(container)) + payload
 
 
-def _column_classes(q: np.ndarray) -> np.ndarray:
-    """uint8 [cols]: each column of a matrix's levels in one of COLUMN_CLASSES classes, by the
-    quartiles of its mean |level|. A trained matrix's input columns differ in spread (the MLP's
+def _column_classes(q: np.ndarray, classes: int) -> np.ndarray:
+    """uint8 [cols]: each column of a matrix's levels in one of `classes` classes, by the
+    quantiles of its mean |level|. A trained matrix's input columns differ in spread (the MLP's
     projection: some hidden units are far less active than others), so one table per class codes
     its levels smaller than one table for the whole matrix."""
     spread = np.abs(q.view(np.int8).astype(np.int16)).mean(axis=0)
-    edges = np.quantile(spread, np.linspace(0, 1, COLUMN_CLASSES + 1)[1:-1])
+    edges = np.quantile(spread, np.linspace(0, 1, classes + 1)[1:-1])
     return np.searchsorted(edges, spread).astype(np.uint8)
 
 
-def _rans_split(container: bytes) -> tuple[list[np.ndarray], bytes]:
+def _rans_split(container: bytes, classes: int = COLUMN_CLASSES) -> tuple[list[np.ndarray], bytes]:
     """For rans: the container's 1-byte section as segments of one table each (a quantized
     matrix's levels class by class of its columns, a raw 1-byte tensor whole), and what lzma
-    takes: the rest of the container, then every matrix's column classes."""
+    takes: the rest of the container, then every matrix's column classes. (`classes` other than
+    COLUMN_CLASSES is for measuring: `_rans_join` reads COLUMN_CLASSES.)"""
     header, sizes, start = _layout(container)
     section = np.frombuffer(container, np.uint8, sizes[0], start)
-    segments, classes, at = [], [], 0
+    segments, columns, at = [], [], 0
     for _, kind, dtype, shape, *_ in header:
         n = int(np.prod(shape, dtype=np.int64))
         if kind == "q":
             q = section[at:at + n].reshape(shape)
-            cls = _column_classes(q)
-            segments += [q[:, cls == k].ravel() ^ _OFFSET for k in range(COLUMN_CLASSES)]
-            classes.append(cls.tobytes())
+            cls = _column_classes(q, classes)
+            segments += [q[:, cls == k].ravel() ^ _OFFSET for k in range(classes)]
+            columns.append(cls.tobytes())
         elif _DTYPES[dtype].itemsize == 1:
             segments.append(section[at:at + n] ^ _OFFSET)
         else:
             continue
         at += n
-    return segments, container[:start] + container[start + sizes[0]:] + b"".join(classes)
+    return segments, container[:start] + container[start + sizes[0]:] + b"".join(columns)
 
 
 def _rans_join(segments: list[np.ndarray], tail: bytes) -> bytes:
