@@ -216,13 +216,13 @@ def _rans_join(segments: list[np.ndarray], tail: bytes) -> bytes:
                   if kind == "q" or _DTYPES[dtype].itemsize == 1)
     if sum(map(len, segments)) != claimed:  # checked before allocating what a header claims
         raise ValueError("the coded levels do not fill the container's 1-byte tensors")
-    n_classes = sum(shape[1] for _, kind, _, shape, *_ in header if kind == "q")
-    rest, classes = tail[:len(tail) - n_classes], np.frombuffer(tail, np.uint8, n_classes,
-                                                                len(tail) - n_classes)
+    n_columns = sum(shape[1] for _, kind, _, shape, *_ in header if kind == "q")
+    rest = tail[:len(tail) - n_columns]
+    columns = np.frombuffer(tail, np.uint8, n_columns, len(tail) - n_columns)  # their classes
     parts, pending, at = [], iter(segments), 0
     for _, kind, dtype, shape, *_ in header:
         if kind == "q":
-            cls, q = classes[at:at + shape[1]], np.zeros(shape, np.uint8)
+            cls, q = columns[at:at + shape[1]], np.zeros(shape, np.uint8)
             at += shape[1]
             for k in range(COLUMN_CLASSES):
                 q[:, cls == k] = next(pending).reshape(shape[0], -1) ^ _OFFSET
