@@ -95,6 +95,9 @@ class Config:
     enable_looping_at: float = knob(0.35, "Fraction of the training budget after which the loops run.")
     parallel_residual_start: int = knob(7, "First layer whose attention and MLP both read the block "
                                         "input (GPT-J style parallel residual, PR #1204); -1 = none.")
+    parallel_lanes: bool = knob(False, "From PARALLEL_RESIDUAL_START, two lanes (PR #1855): "
+                                "attention reads one, the MLP the other, both write both through "
+                                "learned weights; the head reads their mean.")
     attn_backend: str = knob("auto", "Attention kernel; auto picks the first that runs here of "
                              "FlashAttention 3, 4, 2 and PyTorch SDPA (cuDNN, else flash).",
                              ("auto", "fa3", "fa4", "fa2", "sdpa_cudnn", "sdpa_flash", "sdpa"))
@@ -399,6 +402,9 @@ def _validate(cfg: Config) -> None:
          f"MAX_WALLCLOCK_SECONDS={cfg.max_wallclock_seconds}"),
         (0 < cfg.gate_window <= cfg.model_dim,
          f"GATE_WINDOW={cfg.gate_window} must lie in 1..MODEL_DIM={cfg.model_dim}"),
+        (not cfg.parallel_lanes or 0 <= cfg.parallel_residual_start < cfg.num_layers,
+         f"PARALLEL_LANES=1 needs PARALLEL_RESIDUAL_START={cfg.parallel_residual_start} to name a "
+         f"layer (0..{cfg.num_layers - 1})"),
         (cfg.lqer_rank > 0 and cfg.lqer_top_k >= 0 and cfg.lqer_group > 0,
          "LQER_RANK and LQER_GROUP must be positive, LQER_TOP_K 0 or more"),
         (cfg.awq_groups == 0 or (cfg.awq_groups > 0 and cfg.awq_group_size > 0

@@ -174,6 +174,22 @@ class Block(nn.Module):
         x = x + self.attn_scale.to(x.dtype) * attn_out
         return x + self.mlp_scale.to(x.dtype) * self._mlp(self.mlp_norm(x) * self.ln_scale_factor, lora)
 
+    def forward_lanes(self, attn_lane: torch.Tensor, mlp_lane: torch.Tensor, x0: torch.Tensor,
+                      rope: tuple[torch.Tensor, torch.Tensor], segments: torch.Tensor | None,
+                      lora: nn.Module | None, resid: torch.Tensor,
+                      post: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The block on two lanes (PARALLEL_LANES): attention reads its lane mixed with x0, the
+        MLP reads its own; lane k keeps resid[k] of itself and adds post[0, k] of the attention's
+        output and post[1, k] of the MLP's."""
+        mix = self.resid_mix.to(attn_lane.dtype)
+        h = mix[0] * attn_lane + mix[1] * x0
+        a = self.attn_scale.to(h.dtype) * self._attend(self.attn_norm(h) * self.ln_scale_factor,
+                                                       rope, segments, lora)
+        m = self.mlp_scale.to(h.dtype) * self._mlp(self.mlp_norm(mlp_lane) * self.ln_scale_factor, lora)
+        resid, post = resid.to(h.dtype), post.to(h.dtype)
+        return (resid[0] * attn_lane + post[0, 0] * a + post[1, 0] * m,
+                resid[1] * mlp_lane + post[0, 1] * a + post[1, 1] * m)
+
     def _attend(self, h, rope, segments, lora) -> torch.Tensor:
         if lora is None:
             return self.attn(h, rope, segments)
@@ -218,6 +234,12 @@ class GPT(nn.Module):
         self.skip_weights = nn.Parameter(torch.ones(num_skips, dim))
         # sigmoid(0) = 0.5: each gated skip starts as the average of skip and stream.
         self.skip_gates = nn.Parameter(torch.zeros(num_skips, dim)) if cfg.skip_gates_enabled else None
+        # PARALLEL_LANES' weights per layer, as PR #1855 starts them: each lane keeps 1.1 of
+        # itself and takes all of both outputs.
+        self.lane_resid = self.lane_post = None
+        if cfg.parallel_lanes:
+            self.lane_resid = nn.Parameter(torch.full((cfg.num_layers, 2), 1.1))
+            self.lane_post = nn.Parameter(torch.ones(cfg.num_layers, 2, 2))
         self.attn_backend = "sdpa"
         self.doc_mask = cfg.doc_mask
         self._init_weights(cfg)
@@ -279,18 +301,34 @@ class GPT(nn.Module):
         for j, i in enumerate(encoder):
             x = self.blocks[i](x, x0, rope, segments, lora[j])
             skips.append(x)
+        lanes = None  # PARALLEL_LANES: (attention's, MLP's) from the first parallel layer on
         for j, i in enumerate(decoder):
+            block, layer_lora = self.blocks[i], lora[len(encoder) + j]
+            if lanes is None and self.lane_post is not None and block.parallel:
+                lanes = (x, x)
             if skips:  # U-Net: decoder layer j reads the output of encoder layer -(j+1)
                 skip = self.skip_weights[j].to(x.dtype) * skips.pop()
-                if self.skip_gates is None:
-                    x = x + skip
-                else:
-                    x = torch.lerp(skip, x, torch.sigmoid(self.skip_gates[j]).to(x.dtype))
-            x = self.blocks[i](x, x0, rope, segments, lora[len(encoder) + j])
+                if lanes is None:
+                    x = self._join_skip(x, skip, j)
+                else:  # into the attention's lane, as PR #1855
+                    lanes = (self._join_skip(lanes[0], skip, j), lanes[1])
+            if lanes is None:
+                x = block(x, x0, rope, segments, layer_lora)
+            else:
+                lanes = block.forward_lanes(*lanes, x0, rope, segments, layer_lora,
+                                            self.lane_resid[i], self.lane_post[i])
+        if lanes is not None:
+            x = 0.5 * (lanes[0] + lanes[1])
         x = self.final_norm(x[:, -last:] if last else x)
         head = self.tok_emb.weight if self.lm_head is None else self.lm_head.weight
         logits = F.linear(x, head.to(x.dtype))
         return logits if adapters is None else logits + adapters.head(x)
+
+
+    def _join_skip(self, x: torch.Tensor, skip: torch.Tensor, j: int) -> torch.Tensor:
+        if self.skip_gates is None:
+            return x + skip
+        return torch.lerp(skip, x, torch.sigmoid(self.skip_gates[j]).to(x.dtype))
 
 
 def build_model(cfg: Config, device: torch.device) -> tuple[GPT, str]:

@@ -5,6 +5,7 @@ import torch
 import torch.nn as nn
 
 from trainer.config import load_config
+from trainer.errors import TrainerError
 from trainer.model import GPT, Rotary, apply_rope, layer_order
 from trainer.shards import BOS_ID
 from trainer.xsa import exclusive_self_attention
@@ -88,7 +89,7 @@ def test_looping_runs_the_loop_layers_again():
 @pytest.mark.parametrize("switch", [
     {"xsa_last_n": 0}, {"ln_scale": False}, {"skip_gates_enabled": False}, {"num_loops": 0},
     {"parallel_residual_start": -1}, {"rope_dims": 0}, {"leaky_relu_slope": 0.0},
-    {"tie_embeddings": False}, {"ortho_init": False}, {"num_kv_heads": 4},
+    {"tie_embeddings": False}, {"ortho_init": False}, {"num_kv_heads": 4}, {"parallel_lanes": True},
 ])
 def test_every_component_switches(switch):
     cfg = dataclasses.replace(TINY, **switch)
@@ -101,10 +102,62 @@ def test_every_component_switches(switch):
         assert not torch.allclose(base.forward_logits(x), other.forward_logits(x))
 
 
+def test_two_lanes_that_never_part_are_the_single_parallel_stream():
+    """PARALLEL_LANES wired as PR #1855: with each lane keeping all of itself and taking all of
+    both outputs, attention reading its lane unmixed with x0, and no skip into the parallel
+    layers (ungated: a gate scales the attention lane alone), the two lanes stay equal and the
+    model is the GPT-J parallel one; the lanes' weights then move the output and learn."""
+    cfg = dataclasses.replace(TINY, skip_gates_enabled=False)
+    lanes, single = _trained_like(dataclasses.replace(cfg, parallel_lanes=True)), GPT(cfg)
+    decoder = lanes.plain_indices[1]
+    with torch.no_grad():
+        lanes.lane_resid.fill_(1.0)
+        lanes.lane_post.fill_(1.0)
+        for j, i in enumerate(decoder):
+            if i >= cfg.parallel_residual_start:
+                lanes.blocks[i].resid_mix.copy_(torch.stack((torch.ones(64), torch.zeros(64))))
+                lanes.skip_weights[j] = 0.0
+    single.load_state_dict({k: v for k, v in lanes.state_dict().items() if not k.startswith("lane_")})
+    x = torch.randint(0, 1024, (2, 24))
+    assert torch.allclose(lanes.forward_logits(x), single.forward_logits(x), atol=1e-5)
+    with torch.no_grad():
+        lanes.lane_post[decoder[-1], 1, 0] = 0.5  # less of the last MLP output in the attention lane
+    assert not torch.allclose(lanes.forward_logits(x), single.forward_logits(x), atol=1e-3)
+    lanes(x, x).backward()
+    assert lanes.lane_resid.grad.abs().sum() > 0 and lanes.lane_post.grad.abs().sum() > 0
+
+
+def test_each_output_reaches_the_lanes_its_weights_say():
+    """post[0, k] weighs the attention's output into lane k, post[1, k] the MLP's: with the
+    attention writing lane 0 only, changing the attention moves lane 0 alone, and the MLP's
+    input is the MLP lane."""
+    model = _trained_like(dataclasses.replace(TINY, parallel_lanes=True))
+    block = model.blocks[-1]
+    rope = model.rotary(8, torch.device("cpu"))
+    attn_lane, mlp_lane, x0 = torch.randn(3, 2, 8, 64)
+    post = torch.tensor([[1.0, 0.0], [1.0, 1.0]])
+
+    def run():
+        return block.forward_lanes(attn_lane, mlp_lane, x0, rope, None, None, torch.ones(2), post)
+    before = run()
+    with torch.no_grad():
+        block.attn.proj.weight.mul_(2.0)
+    after = run()
+    assert torch.equal(before[1], after[1]) and not torch.allclose(before[0], after[0])
+    mlp_out = block.mlp_scale * block.mlp(block.mlp_norm(mlp_lane) * block.ln_scale_factor)
+    assert torch.allclose(after[1], mlp_lane + mlp_out, atol=1e-6)
+
+
+def test_two_lanes_need_a_parallel_layer():
+    with pytest.raises(TrainerError, match="PARALLEL_LANES=1 needs PARALLEL_RESIDUAL_START=-1"):
+        load_config({"PRESET": "tiny", "PARALLEL_LANES": "1", "PARALLEL_RESIDUAL_START": "-1"})
+
+
 @pytest.mark.parametrize("looping", [False, True])
-def test_compiles_as_one_graph(looping):
+@pytest.mark.parametrize("lanes", [False, True])
+def test_compiles_as_one_graph(looping, lanes):
     """No graph breaks: what `torch.compile(fullgraph=True)` needs on the GPU."""
-    model = _trained_like(TINY)
+    model = _trained_like(dataclasses.replace(TINY, parallel_lanes=lanes))
     model.looping_active = looping
     compiled = torch.compile(model, backend="eager", fullgraph=True, dynamic=False)
     x = torch.randint(0, 1024, (2, 16))
