@@ -67,8 +67,9 @@ def test_untrained_model_predicts_uniformly():
 
 
 @pytest.mark.parametrize("looping", [False, True])
-def test_causal(looping):
-    model = _trained_like(TINY)
+@pytest.mark.parametrize("lanes", [False, True])
+def test_causal(looping, lanes):
+    model = _trained_like(dataclasses.replace(TINY, parallel_lanes=lanes))
     model.looping_active = looping
     x = torch.randint(0, 1024, (1, 48))
     changed = x.clone()
