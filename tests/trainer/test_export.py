@@ -259,3 +259,18 @@ def test_a_rans_artifact_scores_as_the_lzma_one(tmp_path):
         scores[method] = figures["quantized"]["val_bpb"]
     assert (tmp_path / "rans" / "model.pga").read_bytes()[4] == compress.METHODS["rans"]
     assert scores["rans"] == scores["lzma"]
+
+
+@pytest.mark.slow
+def test_a_rans_export_over_the_cap_is_fitted_with_rans(tmp_path, monkeypatch):
+    """The frontier preset's compressor through the cap fitting: pruned until the rans artifact
+    fits, and written as rans."""
+    cfg = config(compressor="rans", ttt_enabled=False, sliding_window_enabled=False)
+    (tmp_path / "unfitted").mkdir()
+    unfitted, _ = _export(tmp_path / "unfitted", cfg=cfg)
+    cap = int(unfitted["total_bytes"] * 0.97)
+    monkeypatch.setattr(artifact, "CAP_BYTES", cap)
+    figures, lines = _export(tmp_path, cfg=cfg)
+    assert unfitted["total_bytes"] > cap >= figures["total_bytes"] and figures["pruned_levels"] > 0
+    assert any(line.startswith("export:fit pruned ") for line in lines)
+    assert (tmp_path / "model.pga").read_bytes()[4] == compress.METHODS["rans"]
