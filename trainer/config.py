@@ -402,9 +402,11 @@ def _validate(cfg: Config) -> None:
          f"MAX_WALLCLOCK_SECONDS={cfg.max_wallclock_seconds}"),
         (0 < cfg.gate_window <= cfg.model_dim,
          f"GATE_WINDOW={cfg.gate_window} must lie in 1..MODEL_DIM={cfg.model_dim}"),
-        (not cfg.parallel_lanes or 0 <= cfg.parallel_residual_start < cfg.num_layers,
+        (not cfg.parallel_lanes or (0 <= cfg.parallel_residual_start < cfg.num_layers and (
+            cfg.num_loops == 0 or cfg.parallel_residual_start > cfg.loop_end)),
          f"PARALLEL_LANES=1 needs PARALLEL_RESIDUAL_START={cfg.parallel_residual_start} to name a "
-         f"layer (0..{cfg.num_layers - 1})"),
+         f"layer after the looped ones (LOOP_END={cfg.loop_end}) and before {cfg.num_layers}: "
+         "the lanes run to the last layer"),
         (cfg.lqer_rank > 0 and cfg.lqer_top_k >= 0 and cfg.lqer_group > 0,
          "LQER_RANK and LQER_GROUP must be positive, LQER_TOP_K 0 or more"),
         (cfg.awq_groups == 0 or (cfg.awq_groups > 0 and cfg.awq_group_size > 0

@@ -324,7 +324,6 @@ class GPT(nn.Module):
         logits = F.linear(x, head.to(x.dtype))
         return logits if adapters is None else logits + adapters.head(x)
 
-
     def _join_skip(self, x: torch.Tensor, skip: torch.Tensor, j: int) -> torch.Tensor:
         if self.skip_gates is None:
             return x + skip

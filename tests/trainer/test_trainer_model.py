@@ -149,9 +149,11 @@ def test_each_output_reaches_the_lanes_its_weights_say():
     assert torch.allclose(after[1], mlp_lane + mlp_out, atol=1e-6)
 
 
-def test_two_lanes_need_a_parallel_layer():
-    with pytest.raises(TrainerError, match="PARALLEL_LANES=1 needs PARALLEL_RESIDUAL_START=-1"):
-        load_config({"PRESET": "tiny", "PARALLEL_LANES": "1", "PARALLEL_RESIDUAL_START": "-1"})
+@pytest.mark.parametrize("start", ["-1", "3"])  # no parallel layer; one the loops run again
+def test_two_lanes_need_parallel_layers_to_the_end(start):
+    with pytest.raises(TrainerError, match=f"PARALLEL_LANES=1 needs PARALLEL_RESIDUAL_START={start} "
+                                           "to name a layer after the looped ones"):
+        load_config({"PRESET": "tiny", "PARALLEL_LANES": "1", "PARALLEL_RESIDUAL_START": start})
 
 
 @pytest.mark.parametrize("looping", [False, True])
