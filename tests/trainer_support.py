@@ -1,4 +1,5 @@
-"""Helpers for the trainer tests: the embedded sample corpus as shards, and trainer runs."""
+"""Helpers for the trainer tests: the embedded sample corpus as shards, trainer runs, and work
+run in two gloo processes."""
 
 from __future__ import annotations
 
@@ -61,3 +62,42 @@ def run_trainer(args: list[str], env: dict[str, str], cwd: Path | None = None,
                 timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *args], env=env, cwd=cwd, capture_output=True,
                           text=True, timeout=timeout)
+
+
+def two_gloo_ranks(work, tmp_path: Path) -> list:
+    """What `work()` (a module-level function) returns in each of two spawned processes joined
+    in a gloo group, in rank order. A rank that raised fails the test with its traceback."""
+    import torch.multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_gloo_rank, args=(r, tmp_path / "rdzv", queue, work)) for r in (0, 1)]
+    for p in procs:
+        p.start()
+    results = sorted(queue.get(timeout=600) for _ in procs)  # before join: a full pipe blocks exit
+    for p in procs:
+        p.join(timeout=60)
+    assert [p.exitcode for p in procs] == [0, 0], results
+    return [result for _, result in results]
+
+
+def _gloo_rank(rank: int, path: Path, queue, work) -> None:
+    import traceback
+
+    import torch
+    import torch.distributed as dist
+
+    from trainer import distributed
+    try:
+        dist.init_process_group("gloo", init_method=f"file://{path}", rank=rank, world_size=2)
+        torch.set_num_threads(1)
+        queue.put((rank, work()))
+        distributed.stop(finished=True)
+    except BaseException:
+        queue.put((rank, traceback.format_exc()))
+        raise
+    # Once its result is in the pipe, a rank leaves without the interpreter's teardown: after
+    # good runs, that teardown aborted now and then in CI ("terminate called without an active
+    # exception", exit -6, either rank, with or without a barrier before leaving the group).
+    queue.close()
+    queue.join_thread()
+    os._exit(0)

@@ -4,11 +4,12 @@ trainer's own model at the tiny preset, CPU."""
 import pytest
 import torch
 
-from trainer import distributed, doc_ttt, probe, sliding
+from trainer import doc_ttt, probe, sliding
 from trainer.config import load_config
 from trainer.lora import DocAdapters
 from trainer.model import GPT
 from trainer.shards import BOS_ID
+from trainer_support import two_gloo_ranks
 
 N = 321
 SGD = dict(chunk_tokens=64, epochs=1, lr=0.05, momentum=0.9, grad_clip=1.0, batch_seqs=2)
@@ -154,37 +155,18 @@ def _split_runs(tokens):
     return results
 
 
-def _two_rank_worker(rank, path, queue):
-    import traceback
-
-    import torch.distributed as dist
-    try:
-        dist.init_process_group("gloo", init_method=f"file://{path}", rank=rank, world_size=2)
-        torch.set_num_threads(1)
-        queue.put((rank, _split_runs(_tokens())))
-        distributed.stop(finished=True)  # a barrier first: an early teardown can abort the other
-    except BaseException:
-        queue.put((rank, traceback.format_exc()))
-        raise
+def _two_rank_work():
+    return _split_runs(_tokens())
 
 
 @pytest.mark.slow
 def test_two_ranks_agree_with_one(tmp_path):
     """Batches dealt to two gloo processes: the adapters score exactly as in one process; the
     SGD phases, their gradients summed over the two, adapt the base as one process does."""
-    import torch.multiprocessing as mp
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    procs = [ctx.Process(target=_two_rank_worker, args=(r, tmp_path / "rdzv", queue)) for r in (0, 1)]
-    for p in procs:
-        p.start()
-    results = sorted(queue.get(timeout=600) for _ in procs)  # before join: a full pipe blocks exit
-    for p in procs:
-        p.join(timeout=60)
-    assert [p.exitcode for p in procs] == [0, 0], results
+    results = two_gloo_ranks(_two_rank_work, tmp_path)
     (adapters, _), (phased, emb_sum) = _split_runs(_tokens())
-    for _, ((r_adapters, _), (r_phased, r_emb_sum)) in results:
+    for (r_adapters, _), (r_phased, r_emb_sum) in results:
         assert r_adapters == adapters
         assert r_phased == pytest.approx(phased, rel=1e-4)  # the phases move it by 9e-3
         assert r_emb_sum == pytest.approx(emb_sum, rel=1e-5)
-    assert results[0][1] == results[1][1]  # every rank reports the same all-reduced figures
+    assert results[0] == results[1]  # every rank reports the same all-reduced figures

@@ -1,8 +1,9 @@
 import pytest
 import torch
 
-from trainer import distributed, sliding, ttt
+from trainer import sliding, ttt
 from tinylm import byte_table, markov_tokens, tiny_model
+from trainer_support import two_gloo_ranks
 
 SETTINGS = dict(seq_len=32, stride=8, batch_windows=4, chunk_tokens=64, epochs=2, lr=0.05,
                 momentum=0.9, grad_clip=1.0, batch_seqs=2)
@@ -64,42 +65,23 @@ def test_a_compiled_model_is_accepted_and_changes_nothing():
     assert compiled == pytest.approx(_run(tokens)[0], rel=1e-5)
 
 
-def _two_rank_worker(rank, path, queue):
-    import traceback
-
-    import torch.distributed as dist
-    try:
-        dist.init_process_group("gloo", init_method=f"file://{path}", rank=rank, world_size=2)
-        torch.set_num_threads(1)
-        tokens = markov_tokens(321)
-        plain = sliding.eval_stream(tiny_model(), tokens, byte_table(), seq_len=32, stride=8,
-                                    batch_windows=4)
-        (loss, bpb), model = _run(tokens, batch_seqs=3)
-        queue.put((rank, plain, (loss, bpb), model.tok_emb.weight.sum().item()))
-        distributed.stop(finished=True)  # a barrier first: an early teardown can abort the other
-    except BaseException:
-        queue.put((rank, traceback.format_exc(), None, None))
-        raise
-
-
-@pytest.mark.slow
-def test_two_ranks_agree_with_one(tmp_path):
-    import torch.multiprocessing as mp
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    procs = [ctx.Process(target=_two_rank_worker, args=(r, tmp_path / "rdzv", queue)) for r in (0, 1)]
-    for p in procs:
-        p.start()
-    results = sorted(queue.get(timeout=600) for _ in procs)  # before join: a full pipe blocks exit
-    for p in procs:
-        p.join(timeout=60)
-    assert [p.exitcode for p in procs] == [0, 0], results
+def _two_rank_work():
     tokens = markov_tokens(321)
     plain = sliding.eval_stream(tiny_model(), tokens, byte_table(), seq_len=32, stride=8,
                                 batch_windows=4)
     (loss, bpb), model = _run(tokens, batch_seqs=3)
-    for _, r_plain, r_ttt, emb_sum in results:
+    return plain, (loss, bpb), model.tok_emb.weight.sum().item()
+
+
+@pytest.mark.slow
+def test_two_ranks_agree_with_one(tmp_path):
+    results = two_gloo_ranks(_two_rank_work, tmp_path)
+    tokens = markov_tokens(321)
+    plain = sliding.eval_stream(tiny_model(), tokens, byte_table(), seq_len=32, stride=8,
+                                batch_windows=4)
+    (loss, bpb), model = _run(tokens, batch_seqs=3)
+    for r_plain, r_ttt, emb_sum in results:
         assert r_plain == pytest.approx(plain, rel=1e-9)
         assert r_ttt == pytest.approx((loss, bpb), rel=1e-4)
         assert emb_sum == pytest.approx(model.tok_emb.weight.sum().item(), rel=1e-4, abs=1e-4)
-    assert results[0][2] == results[1][2]  # every rank reports the same all-reduced figure
+    assert results[0][1] == results[1][1]  # every rank reports the same all-reduced figure
