@@ -3,11 +3,12 @@ export, fitted under the cap by itself, and the sliding-window and TTT evaluatio
 audit, each the pgolf command a participant types, run as a subprocess.
 
     python -m benchmarks.user_path --docs DOCS --tokenizer MODEL --work WORK \\
-        [--seconds 120] [--dataset NAME] [--set NAME=VALUE ...]
+        [--seconds 120] [--dataset NAME] [--caseops] [--set NAME=VALUE ...]
 
   data     pgolf data shards DOCS --tokenizer MODEL into WORK/data/datasets/NAME, the tokenizer
            beside them in WORK/data/tokenizers/ (NAME, default stand_in_sp<V>, names the data as
-           its own dataset: the audit then holds it to no published split's token count);
+           its own dataset: the audit then holds it to no published split's token count),
+           with --caseops the CaseOps shards and their byte sidecar (MODEL trained with it);
   train    pgolf train --set DATA_PATH=... TOKENIZER_PATH=... MAX_WALLCLOCK_SECONDS=S --seed 42;
   package  pgolf package of that one run on the non-record track (the record track wants three
            seeds), which audits the folder it writes;
@@ -86,6 +87,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dataset", default=None, help="the data's name (default stand_in_sp<V>)")
     parser.add_argument("--num-val-docs", type=int, default=None,
                         help="pgolf data shards' --num-val-docs (default: its own)")
+    parser.add_argument("--caseops", action="store_true",
+                        help="CaseOps shards (pgolf data shards --caseops; MODEL trained with it)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="more settings for pgolf train")
     args = parser.parse_args(argv)
@@ -102,8 +105,9 @@ def main(argv: list[str] | None = None) -> None:
     tokenizer.parent.mkdir(parents=True)
     shutil.copyfile(args.tokenizer, tokenizer)
     val = [] if args.num_val_docs is None else ["--num-val-docs", args.num_val_docs]
+    caseops = ["--caseops"] if args.caseops else []
     phases = {"data": pgolf("data", "shards", args.docs, "--tokenizer", tokenizer, "--out-dir",
-                            dataset, *val, log=log)}
+                            dataset, *val, *caseops, log=log)}
     print(f"data     {phases['data']:7.1f} s  {dataset}", flush=True)
 
     run = work / "run"

@@ -6,6 +6,7 @@ significant bits: each output and gradient must be as close to fp64 as PyTorch's
 """
 
 import importlib.util
+from pathlib import Path
 
 import pytest
 import torch
@@ -107,3 +108,29 @@ def test_document_bounds_from_bos_compile_once_for_any_number_of_documents():
         expected = _outputs(lambda *t: _documents(*t, starts), q, k, v, grad)
         for value, reference in zip(ours, expected):
             assert _relative(value, reference) < 1e-2
+
+
+def test_fa3_shim_takes_the_records_padded_bounds():
+    # benchmarks/fa3_shim serves a record's FA3 calls: its varlen call gets (N, H, D) tensors,
+    # bounds padded to a bucket with the total repeated (empty segments) and the longest segment.
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "fa3_shim" / "flash_attn_interface.py"
+    spec = importlib.util.spec_from_file_location("fa3_shim_under_test", path)
+    shim = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shim)
+    q, k, v, grad = _inputs(1, 3072, 8, 4, 64, seed=13)
+    starts = [0, 17, 300, 301, 1500, 2900]
+    cu = torch.tensor(starts + [3072] * 10, dtype=torch.int32, device="cuda")
+    longest = max(b - a for a, b in zip(starts, starts[1:] + [3072]))
+
+    def packed(q, k, v):
+        return shim.flash_attn_varlen_func(q[0], k[0], v[0], cu_seqlens_q=cu, cu_seqlens_k=cu,
+                                           max_seqlen_q=longest, max_seqlen_k=longest,
+                                           causal=True, window_size=(-1, -1))[None]
+
+    ours = _outputs(packed, q, k, v, grad)
+    expected = _outputs(lambda *t: _documents(*t, starts), q, k, v, grad)
+    for value, reference in zip(ours, expected):
+        assert _relative(value, reference) < 1e-2
+    dense = _outputs(lambda *t: shim.flash_attn_func(*t, causal=True), q, k, v, grad)
+    for value, reference in zip(dense, _outputs(_sdpa, q, k, v, grad)):
+        assert _relative(value, reference) < 1e-2

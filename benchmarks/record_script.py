@@ -1,0 +1,129 @@
+"""A record's own `train_gpt.py` on pgolf's shards, for the side-by-side with `pgolf train`.
+
+    python -m benchmarks.record_script SCRIPT --data DIR --tokenizer MODEL --work WORK \\
+        [--seconds 180] [--env-file benchmarks/pr1855.env] [--set NAME=VALUE ...]
+
+SCRIPT runs unchanged as one process in WORK (so with the gradient accumulation of 8 that the
+records use at world size 1), with the settings of --env-file and then --set, and four the
+benchmark gives as the records name them: DATA_PATH, TOKENIZER_PATH, MAX_WALLCLOCK_SECONDS and
+SEED (42, as `benchmarks.user_path`). Where FlashAttention 3 (`flash_attn_interface`) is not
+installed, `benchmarks/fa3_shim` comes first on the script's import path: its module of that name
+serves FA3's two functions through pgolf's FlashAttention 4 ops, the one change to the record.
+
+The script's output goes to WORK/script.log. Printed and written to WORK/record_script.json: the
+wall time, the steps and training time where it stopped, each `NAME val_loss:... val_bpb:...` line
+of the log (score and eval time), the total evaluation time and the submission's size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SEED = 42
+SHIM = Path(__file__).resolve().parent / "fa3_shim"
+REPO = Path(__file__).resolve().parents[1]
+
+_STOP = re.compile(r"^stopping_early: \w+ train_time: (\d+)ms step: (\d+)/", re.M)
+_SCORE = re.compile(r"^(\S.*?) val_loss:([\d.]+) val_bpb:([\d.]+)(?: eval_time:(\d+)ms)?\s*$", re.M)
+_SIZE = re.compile(r"^Total submission size (\S+): (\d+) bytes", re.M)
+_EVAL = re.compile(r"^total_eval_time:([\d.]+)s", re.M)
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """NAME=VALUE lines; blank lines and `#` comments skipped."""
+    env = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, sep, value = line.partition("=")
+        if not sep or not name.strip():
+            raise SystemExit(f"{path}:{number}: not NAME=VALUE: {line!r}")
+        env[name.strip()] = value.strip()
+    return env
+
+
+def script_env(settings: dict[str, str]) -> dict[str, str]:
+    """This process's environment with the settings, and the FA3 shim where FA3 is missing."""
+    env = {**os.environ, **settings}
+    if importlib.util.find_spec("flash_attn_interface") is None:
+        path = [str(SHIM), str(REPO), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+        env["PYTHONPATH"] = os.pathsep.join(path)
+    return env
+
+
+def log_figures(text: str) -> dict:
+    """What a record's log says about its run: where training stopped, scores, size."""
+    stop = _STOP.search(text)
+    sizes = _SIZE.findall(text)
+    total_eval = _EVAL.search(text)
+    return {
+        "steps": int(stop.group(2)) if stop else None,
+        "train_seconds": int(stop.group(1)) / 1000 if stop else None,
+        "scores": {name: {"val_bpb": float(bpb), "eval_seconds": ms and int(ms) / 1000}
+                   for name, _, bpb, ms in _SCORE.findall(text)},
+        "total_eval_seconds": float(total_eval.group(1)) if total_eval else None,
+        "total_bytes": int(sizes[-1][1]) if sizes else None,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("script", type=Path, help="the record's train_gpt.py")
+    parser.add_argument("--data", type=Path, required=True,
+                        help="folder of fineweb_train_*.bin and fineweb_val_*.bin shards")
+    parser.add_argument("--tokenizer", type=Path, required=True, help="SentencePiece .model")
+    parser.add_argument("--work", type=Path, required=True, help="a new folder to run in")
+    parser.add_argument("--seconds", type=float, default=180.0, help="MAX_WALLCLOCK_SECONDS")
+    parser.add_argument("--env-file", type=Path, help="the record's settings, NAME=VALUE lines")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="one more setting, after the file's")
+    args = parser.parse_args(argv)
+    for path, what in ((args.script, "script"), (args.data, "data folder"),
+                       (args.tokenizer, "tokenizer")):
+        if not path.exists():
+            raise SystemExit(f"no {what} at {path}")
+    if args.work.exists() and any(args.work.iterdir()):
+        raise SystemExit(f"{args.work} is not empty; give a new folder")
+    settings = read_env_file(args.env_file) if args.env_file else {}
+    for item in args.set:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise SystemExit(f"--set wants NAME=VALUE, got {item!r}")
+        settings[name] = value
+    settings.update(DATA_PATH=str(args.data.resolve()), TOKENIZER_PATH=str(args.tokenizer.resolve()),
+                    MAX_WALLCLOCK_SECONDS=f"{args.seconds:g}", SEED=str(SEED))
+
+    args.work.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(args.script, args.work / "train_gpt.py")
+    output = args.work / "script.log"
+    started = time.perf_counter()
+    with open(output, "w") as sink:
+        done = subprocess.run([sys.executable, "train_gpt.py"], cwd=args.work, stdout=sink,
+                              stderr=subprocess.STDOUT, env=script_env(settings))
+    seconds = time.perf_counter() - started
+    figures = log_figures(output.read_text(encoding="utf-8", errors="replace"))
+    summary = {"exit_code": done.returncode, "wall_seconds": seconds, **figures,
+               "settings": settings}
+    (args.work / "record_script.json").write_text(json.dumps(summary, indent=2) + "\n")
+    print(f"{args.script.name}: exit {done.returncode} after {seconds:.1f} s; "
+          f"{figures['steps']} steps in {figures['train_seconds']} s; "
+          f"{figures['total_bytes']} bytes; eval {figures['total_eval_seconds']} s")
+    for name, score in figures["scores"].items():
+        print(f"  {name}: val_bpb {score['val_bpb']:.5f}"
+              + (f" in {score['eval_seconds']:.1f} s" if score["eval_seconds"] else ""))
+    if done.returncode != 0:
+        raise SystemExit(f"the script exited {done.returncode}; see {output}")
+
+
+if __name__ == "__main__":
+    main()
