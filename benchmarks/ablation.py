@@ -1,0 +1,216 @@
+"""The frontier beside the record and beside its record's own script, each technique alone: arms
+run in parallel on one host, one GPU each, then one table.
+
+    python -m benchmarks.ablation run --docs DOCS --tokenizer MODEL --work WORK --gpus 4 \\
+        [--seconds 180] [--num-val-docs 1030] [--caseops] \\
+        [--record-script train_gpt.py --record-env benchmarks/pr1855.env] ARM ...
+    python -m benchmarks.ablation table WORK
+
+An arm is `record`, `frontier`, `record+T` for a technique T of the frontier preset (its settings
+as the preset has them: TECHNIQUES below), `frontier+X` for a technique X not in it (EXTRAS), or
+`record_script`: the script of --record-script run by `benchmarks.record_script` on shards made
+once in WORK/data. Every other arm is `benchmarks.user_path` (data, train, package, audit) in
+WORK/ARM. At most --gpus arms run at once, each seeing one GPU (CUDA_VISIBLE_DEVICES); an arm's
+output is WORK/ARM.log.
+
+`table` prints, and writes to WORK/table.md, one row per arm: steps, ms/step, val_bpb before
+quantization, quantized, sliding window and after TTT, bytes, evaluation seconds, and the TTT
+score's change against the `record` arm.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from trainer.config import PRESETS, env_name
+
+# The frontier preset's settings by technique, so that `record+T` is the record with T alone.
+TECHNIQUES = {
+    "smear_gate": ("smear_gate_enabled",),
+    "sparse_attn_gate": ("sparse_attn_gate_enabled",),
+    "lqer": ("lqer_enabled",),
+    "int7_embed_clips": ("embed_bits", "embed_clip_sigmas", "mlp_clip_sigmas", "attn_clip_sigmas"),
+    "settings": ("matrix_lr", "muon_momentum", "muon_ns_coeffs", "beta2", "warmdown_frac", "min_lr",
+                 "qk_gain_init", "gptq_calibration_batches", "gptq_reserve_seconds"),
+    "doc_mask": ("doc_mask",),
+    "rans": ("compressor",),
+}
+# Techniques built but off in the frontier preset, with the values their records ran.
+EXTRAS = {
+    "lanes": {"PARALLEL_LANES": "1", "PARALLEL_RESIDUAL_START": "8"},   # PR #1855
+    "awq": {"AWQ_GROUPS": "1"},                                          # PR #1908
+    "progressive": {"TRAIN_SEQ_SCHEDULE": "1024@0.1"},                   # PR #2014, at 2,048
+    "lora_ttt": {"TTT_MODE": "lora"},                                    # PRs #1855, #1953
+}
+RECORD_SCRIPT = "record_script"
+
+
+def _value(value) -> str:
+    return str(int(value)) if isinstance(value, bool) else str(value)
+
+
+def arm_settings(arm: str) -> dict[str, str]:
+    """The `--set` settings of an arm other than the record script's."""
+    frontier = PRESETS["frontier"]
+    if arm == "record":
+        return {}
+    if arm == "frontier":
+        return {"PRESET": "frontier"}
+    base, _, technique = arm.partition("+")
+    if base == "record" and technique in TECHNIQUES:
+        return {env_name(name): _value(frontier[name]) for name in TECHNIQUES[technique]}
+    if base == "frontier" and technique in EXTRAS:
+        return {"PRESET": "frontier", **EXTRAS[technique]}
+    choices = ["record", "frontier", RECORD_SCRIPT, *(f"record+{t}" for t in TECHNIQUES),
+               *(f"frontier+{x}" for x in EXTRAS)]
+    raise SystemExit(f"unknown arm {arm!r}; one of: {', '.join(choices)}")
+
+
+def run_parallel(jobs: dict[str, list[str]], gpus: int, work: Path) -> dict[str, int]:
+    """Each job's command with its output in WORK/NAME.log, at most `gpus` at once, each seeing
+    one GPU; their exit codes."""
+    pending, running, codes = list(jobs.items()), {}, {}
+    free = list(range(gpus))
+    while pending or running:
+        while pending and free:
+            slot, (name, argv) = free.pop(0), pending.pop(0)
+            with open(work / f"{name}.log", "w") as sink:
+                proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT,
+                                        env={**os.environ, "CUDA_VISIBLE_DEVICES": str(slot)})
+            running[proc.pid] = (name, slot, time.perf_counter())
+            print(f"started  {name} on GPU {slot}", flush=True)
+        pid, status = os.wait()
+        if pid not in running:
+            continue
+        name, slot, started = running.pop(pid)
+        codes[name] = os.waitstatus_to_exitcode(status)
+        free.append(slot)
+        print(f"finished {name}: exit {codes[name]} after {time.perf_counter() - started:.0f} s",
+              flush=True)
+    return codes
+
+
+def _phase(scores: dict[str, float], kind: str) -> float | None:
+    """A phase's score whatever the script calls it (pgolf: `quantized_ttt`, PR #1855:
+    `quantized_ttt_phased`, `diagnostic quantized`, ...)."""
+    for name, bpb in scores.items():
+        pre, ttt, sliding = "pre-quantization" in name, "ttt" in name, "sliding" in name
+        if {"pre": pre, "ttt": ttt, "sliding": sliding,
+                "quantized": "quantized" in name and not (pre or ttt or sliding)}[kind]:
+            return bpb
+    return None
+
+
+def arm_row(folder: Path) -> dict | None:
+    """An arm's figures from its summary, None where it left none."""
+    if (folder / "user_path.json").exists():
+        train = json.loads((folder / "user_path.json").read_text())["train"]
+        scores, eval_seconds = train["val_bpb"], train["eval_seconds"]
+    elif (folder / "record_script.json").exists():
+        train = json.loads((folder / "record_script.json").read_text())
+        scores = {name: score["val_bpb"] for name, score in train["scores"].items()}
+        eval_seconds = train["total_eval_seconds"]
+    else:
+        return None
+    steps, seconds = train["steps"], train["train_seconds"]
+    return {"steps": steps, "ms_per_step": steps and seconds and 1000 * seconds / steps,
+            "bytes": train["total_bytes"], "eval_seconds": eval_seconds,
+            **{kind: _phase(scores, kind) for kind in ("pre", "quantized", "sliding", "ttt")}}
+
+
+def table(work: Path) -> str:
+    if not work.is_dir():
+        raise SystemExit(f"no folder {work}")
+    rows = {folder.name: row for folder in sorted(work.iterdir()) if folder.is_dir()
+            for row in [arm_row(folder)] if row is not None}
+    if not rows:
+        raise SystemExit(f"no arm's summary under {work}")
+    base = rows.get("record", {}).get("ttt")
+
+    def cell(value, spec):
+        return "" if value is None else format(value, spec)
+
+    lines = ["| arm | steps | ms/step | pre-quant | quantized | sliding | TTT | bytes | eval s | TTT vs record |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for arm, row in rows.items():
+        delta = row["ttt"] - base if base is not None and row["ttt"] is not None else None
+        lines.append(f"| {arm} | {cell(row['steps'], 'd')} | {cell(row['ms_per_step'], '.0f')} | "
+                     f"{cell(row['pre'], '.4f')} | {cell(row['quantized'], '.4f')} | "
+                     f"{cell(row['sliding'], '.4f')} | {cell(row['ttt'], '.4f')} | "
+                     f"{cell(row['bytes'], ',')} | {cell(row['eval_seconds'], '.0f')} | "
+                     f"{cell(delta, '+.4f')} |")
+    return "\n".join(lines) + "\n"
+
+
+def run(args) -> None:
+    if args.work.exists() and any(args.work.iterdir()):
+        raise SystemExit(f"{args.work} is not empty; give a new folder")
+    if len(set(args.arms)) != len(args.arms):
+        raise SystemExit("an arm is named twice")
+    if args.gpus < 1:
+        raise SystemExit(f"--gpus must be at least 1, got {args.gpus}")
+    if RECORD_SCRIPT in args.arms and args.record_script is None:
+        raise SystemExit(f"the {RECORD_SCRIPT} arm needs --record-script")
+    jobs = {}  # every arm's command built (and its name checked) before anything runs
+    common = ["--seconds", f"{args.seconds:g}"]
+    val = ["--num-val-docs", str(args.num_val_docs)] if args.num_val_docs is not None else []
+    caseops = ["--caseops"] if args.caseops else []
+    for arm in args.arms:
+        if arm == RECORD_SCRIPT:
+            jobs[arm] = [sys.executable, "-m", "benchmarks.record_script", str(args.record_script),
+                         "--data", str(args.work / "data"), "--tokenizer", str(args.tokenizer),
+                         "--work", str(args.work / arm), *common,
+                         *(["--env-file", str(args.record_env)] if args.record_env else [])]
+            continue
+        settings = [a for name, value in arm_settings(arm).items() for a in ("--set", f"{name}={value}")]
+        jobs[arm] = [sys.executable, "-m", "benchmarks.user_path", "--docs", str(args.docs),
+                     "--tokenizer", str(args.tokenizer), "--work", str(args.work / arm), *common,
+                     *val, *caseops, *settings]
+    args.work.mkdir(parents=True, exist_ok=True)
+    if RECORD_SCRIPT in jobs:
+        shards = subprocess.run([sys.executable, "-m", "pgolf_cli", "data", "shards", str(args.docs),
+                                 "--tokenizer", str(args.tokenizer), "--out-dir", str(args.work / "data"),
+                                 *val, *caseops])
+        if shards.returncode != 0:
+            raise SystemExit(f"pgolf data shards exited {shards.returncode}")
+    codes = run_parallel(jobs, args.gpus, args.work)
+    print(table(args.work), end="")
+    (args.work / "table.md").write_text(table(args.work))
+    failed = [arm for arm, code in codes.items() if code != 0]
+    if failed:
+        raise SystemExit(f"arms that did not exit 0: {', '.join(failed)} (their logs: WORK/ARM.log)")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    go = commands.add_parser("run", help="run the arms, then print the table")
+    go.add_argument("arms", nargs="+", metavar="ARM")
+    go.add_argument("--docs", type=Path, required=True, help="JSONL documents (may be .xz)")
+    go.add_argument("--tokenizer", type=Path, required=True, help="SentencePiece .model")
+    go.add_argument("--work", type=Path, required=True, help="a new folder for everything")
+    go.add_argument("--gpus", type=int, default=1, help="arms at once, one GPU each")
+    go.add_argument("--seconds", type=float, default=180.0, help="MAX_WALLCLOCK_SECONDS")
+    go.add_argument("--num-val-docs", type=int, default=None, help="pgolf data shards' --num-val-docs")
+    go.add_argument("--caseops", action="store_true", help="CaseOps shards (MODEL trained with it)")
+    go.add_argument("--record-script", type=Path, help="the record's train_gpt.py")
+    go.add_argument("--record-env", type=Path, help="its settings (NAME=VALUE lines)")
+    show = commands.add_parser("table", help="the table of a finished run")
+    show.add_argument("work", type=Path)
+    args = parser.parse_args(argv)
+    if args.command == "table":
+        text = table(args.work)
+        print(text, end="")
+        (args.work / "table.md").write_text(text)
+    else:
+        run(args)
+
+
+if __name__ == "__main__":
+    main()
