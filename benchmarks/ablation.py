@@ -83,28 +83,29 @@ def run_parallel(jobs: dict[str, list[str]], gpus: int, work: Path) -> dict[str,
             with open(work / f"{name}.log", "w") as sink:
                 proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT,
                                         env={**os.environ, "CUDA_VISIBLE_DEVICES": str(slot)})
-            running[proc.pid] = (name, slot, time.perf_counter())
+            # Held until reaped: a dropped Popen is reaped by the next one's creation, and
+            # os.wait would then miss it.
+            running[proc.pid] = (name, slot, time.perf_counter(), proc)
             print(f"started  {name} on GPU {slot}", flush=True)
         pid, status = os.wait()
         if pid not in running:
             continue
-        name, slot, started = running.pop(pid)
-        codes[name] = os.waitstatus_to_exitcode(status)
+        name, slot, started, proc = running.pop(pid)
+        codes[name] = proc.returncode = os.waitstatus_to_exitcode(status)
         free.append(slot)
         print(f"finished {name}: exit {codes[name]} after {time.perf_counter() - started:.0f} s",
               flush=True)
     return codes
 
 
-def _phase(scores: dict[str, float], kind: str) -> float | None:
-    """A phase's score whatever the script calls it (pgolf: `quantized_ttt`, PR #1855:
+def _kind(name: str) -> str:
+    """Which phase a score is, whatever the script calls it (pgolf: `quantized_ttt`; PR #1855:
     `quantized_ttt_phased`, `diagnostic quantized`, ...)."""
-    for name, bpb in scores.items():
-        pre, ttt, sliding = "pre-quantization" in name, "ttt" in name, "sliding" in name
-        if {"pre": pre, "ttt": ttt, "sliding": sliding,
-                "quantized": "quantized" in name and not (pre or ttt or sliding)}[kind]:
-            return bpb
-    return None
+    for word, kind in (("pre-quantization", "pre"), ("ttt", "ttt"), ("sliding", "sliding"),
+                       ("quantized", "quantized")):
+        if word in name:
+            return kind
+    return "other"
 
 
 def arm_row(folder: Path) -> dict | None:
@@ -118,10 +119,13 @@ def arm_row(folder: Path) -> dict | None:
         eval_seconds = train["total_eval_seconds"]
     else:
         return None
+    phases = {"pre": None, "quantized": None, "sliding": None, "ttt": None}
+    for name, bpb in scores.items():
+        if phases.get(_kind(name), 0) is None:  # the first score of each kind
+            phases[_kind(name)] = bpb
     steps, seconds = train["steps"], train["train_seconds"]
     return {"steps": steps, "ms_per_step": steps and seconds and 1000 * seconds / steps,
-            "bytes": train["total_bytes"], "eval_seconds": eval_seconds,
-            **{kind: _phase(scores, kind) for kind in ("pre", "quantized", "sliding", "ttt")}}
+            "bytes": train["total_bytes"], "eval_seconds": eval_seconds, **phases}
 
 
 def table(work: Path) -> str:
@@ -180,8 +184,9 @@ def run(args) -> None:
         if shards.returncode != 0:
             raise SystemExit(f"pgolf data shards exited {shards.returncode}")
     codes = run_parallel(jobs, args.gpus, args.work)
-    print(table(args.work), end="")
-    (args.work / "table.md").write_text(table(args.work))
+    text = table(args.work)
+    print(text, end="")
+    (args.work / "table.md").write_text(text)
     failed = [arm for arm, code in codes.items() if code != 0]
     if failed:
         raise SystemExit(f"arms that did not exit 0: {', '.join(failed)} (their logs: WORK/ARM.log)")
