@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from trainer.config import PRESETS, env_name
+from trainer.config import PRESETS, env_name, format_value
 
 # The frontier preset's settings by technique, so that `record+T` is the record with T alone.
 TECHNIQUES = {
@@ -51,10 +51,6 @@ EXTRAS = {
 RECORD_SCRIPT = "record_script"
 
 
-def _value(value) -> str:
-    return str(int(value)) if isinstance(value, bool) else str(value)
-
-
 def arm_settings(arm: str) -> dict[str, str]:
     """The `--set` settings of an arm other than the record script's."""
     frontier = PRESETS["frontier"]
@@ -64,7 +60,7 @@ def arm_settings(arm: str) -> dict[str, str]:
         return {"PRESET": "frontier"}
     base, _, technique = arm.partition("+")
     if base == "record" and technique in TECHNIQUES:
-        return {env_name(name): _value(frontier[name]) for name in TECHNIQUES[technique]}
+        return {env_name(name): format_value(frontier[name]) for name in TECHNIQUES[technique]}
     if base == "frontier" and technique in EXTRAS:
         return {"PRESET": "frontier", **EXTRAS[technique]}
     choices = ["record", "frontier", RECORD_SCRIPT, *(f"record+{t}" for t in TECHNIQUES),
@@ -140,8 +136,8 @@ def table(work: Path) -> str:
     def cell(value, spec):
         return "" if value is None else format(value, spec)
 
-    lines = ["| arm | steps | ms/step | pre-quant | quantized | sliding | TTT | bytes | eval s | TTT vs record |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| arm | steps | ms/step | pre-quant | quantized | sliding | TTT | bytes | eval s "
+             "| TTT vs record |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for arm, row in rows.items():
         delta = row["ttt"] - base if base is not None and row["ttt"] is not None else None
         lines.append(f"| {arm} | {cell(row['steps'], 'd')} | {cell(row['ms_per_step'], '.0f')} | "

@@ -9,11 +9,11 @@ size and level statistics of a real export, without training. With --artifact it
 container inside a run's artifact instead: trained weights, as GPTQ quantized them.
 
 For each method it compresses the container whole, then in `--pieces` equal slices on as many
-threads (as trainer.compress does for brotli), and prints bytes and seconds for both; then the order-0 entropy of each tensor's
-levels, summed (what an entropy coder with one table per tensor can reach); the container's
-1-byte section alone under brotli-11 and under rans with 1, 2, 4 and 8 classes of columns per
-matrix; and the rans artifact (COMPRESSOR=rans): its size, the seconds to write and to read it
-back, and whether it read back exactly.
+threads (as trainer.compress does for brotli), and prints bytes and seconds for both; then the
+order-0 entropy of each tensor's levels, summed (what an entropy coder with one table per tensor
+can reach); the container's 1-byte section alone under brotli-11 and under rans with 1, 2, 4 and
+8 classes of columns per matrix; and the rans artifact (COMPRESSOR=rans): its size, the seconds
+to write and to read it back, and whether it read back exactly.
 """
 
 from __future__ import annotations

@@ -28,7 +28,8 @@ import sys
 import time
 from pathlib import Path
 
-SEED = 42
+from benchmarks.user_path import SEED
+
 SHIM = Path(__file__).resolve().parent / "fa3_shim"
 REPO = Path(__file__).resolve().parents[1]
 
@@ -38,18 +39,18 @@ _SIZE = re.compile(r"^Total submission size (\S+): (\d+) bytes", re.M)
 _EVAL = re.compile(r"^total_eval_time:([\d.]+)s", re.M)
 
 
+def _setting(text: str, where: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise SystemExit(f"{where}: not NAME=VALUE: {text!r}")
+    return name.strip(), value.strip()
+
+
 def read_env_file(path: Path) -> dict[str, str]:
     """NAME=VALUE lines; blank lines and `#` comments skipped."""
-    env = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        name, sep, value = line.partition("=")
-        if not sep or not name.strip():
-            raise SystemExit(f"{path}:{number}: not NAME=VALUE: {line!r}")
-        env[name.strip()] = value.strip()
-    return env
+    lines = enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+    return dict(_setting(line.strip(), f"{path}:{number}") for number, line in lines
+                if line.strip() and not line.strip().startswith("#"))
 
 
 def script_env(settings: dict[str, str]) -> dict[str, str]:
@@ -95,11 +96,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.work.exists() and any(args.work.iterdir()):
         raise SystemExit(f"{args.work} is not empty; give a new folder")
     settings = read_env_file(args.env_file) if args.env_file else {}
-    for item in args.set:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise SystemExit(f"--set wants NAME=VALUE, got {item!r}")
-        settings[name] = value
+    settings.update(_setting(item, "--set") for item in args.set)
     settings.update(DATA_PATH=str(args.data.resolve()), TOKENIZER_PATH=str(args.tokenizer.resolve()),
                     MAX_WALLCLOCK_SECONDS=f"{args.seconds:g}", SEED=str(SEED))
 

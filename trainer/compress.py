@@ -186,6 +186,13 @@ def _column_classes(q: np.ndarray, classes: int) -> np.ndarray:
     return np.searchsorted(edges, spread).astype(np.uint8)
 
 
+def _one_byte_tensors(header: list) -> list[tuple[str, list[int], int]]:
+    """(kind, shape, elements) of each tensor of the container's 1-byte section, in order: the
+    levels of the quantized matrices ("q") and the raw 1-byte tensors."""
+    return [(kind, shape, int(np.prod(shape, dtype=np.int64))) for _, kind, dtype, shape, *_ in header
+            if kind == "q" or _DTYPES[dtype].itemsize == 1]
+
+
 def _rans_split(container: bytes, classes: int = COLUMN_CLASSES) -> tuple[list[np.ndarray], bytes]:
     """For rans: the container's 1-byte section as segments of one table each (a quantized
     matrix's levels class by class of its columns, a raw 1-byte tensor whole), and what lzma
@@ -194,17 +201,14 @@ def _rans_split(container: bytes, classes: int = COLUMN_CLASSES) -> tuple[list[n
     header, sizes, start = _layout(container)
     section = np.frombuffer(container, np.uint8, sizes[0], start)
     segments, columns, at = [], [], 0
-    for _, kind, dtype, shape, *_ in header:
-        n = int(np.prod(shape, dtype=np.int64))
+    for kind, shape, n in _one_byte_tensors(header):
         if kind == "q":
             q = section[at:at + n].reshape(shape)
             cls = _column_classes(q, classes)
             segments += [q[:, cls == k].ravel() ^ _OFFSET for k in range(classes)]
             columns.append(cls.tobytes())
-        elif _DTYPES[dtype].itemsize == 1:
-            segments.append(section[at:at + n] ^ _OFFSET)
         else:
-            continue
+            segments.append(section[at:at + n] ^ _OFFSET)
         at += n
     return segments, container[:start] + container[start + sizes[0]:] + b"".join(columns)
 
@@ -212,22 +216,21 @@ def _rans_split(container: bytes, classes: int = COLUMN_CLASSES) -> tuple[list[n
 def _rans_join(segments: list[np.ndarray], tail: bytes) -> bytes:
     """The container `_rans_split` took apart into `segments` and `tail`."""
     header, _, start = _layout(tail)
-    claimed = sum(int(np.prod(shape, dtype=np.int64)) for _, kind, dtype, shape, *_ in header
-                  if kind == "q" or _DTYPES[dtype].itemsize == 1)
-    if sum(map(len, segments)) != claimed:  # checked before allocating what a header claims
+    tensors = _one_byte_tensors(header)
+    if sum(map(len, segments)) != sum(n for _, _, n in tensors):  # before allocating what it claims
         raise ValueError("the coded levels do not fill the container's 1-byte tensors")
-    n_columns = sum(shape[1] for _, kind, _, shape, *_ in header if kind == "q")
+    n_columns = sum(shape[1] for kind, shape, _ in tensors if kind == "q")
     rest = tail[:len(tail) - n_columns]
     columns = np.frombuffer(tail, np.uint8, n_columns, len(tail) - n_columns)  # their classes
     parts, pending, at = [], iter(segments), 0
-    for _, kind, dtype, shape, *_ in header:
+    for kind, shape, _ in tensors:
         if kind == "q":
             cls, q = columns[at:at + shape[1]], np.zeros(shape, np.uint8)
             at += shape[1]
             for k in range(COLUMN_CLASSES):
                 q[:, cls == k] = next(pending).reshape(shape[0], -1) ^ _OFFSET
             parts.append(q.tobytes())
-        elif _DTYPES[dtype].itemsize == 1:
+        else:
             parts.append((next(pending) ^ _OFFSET).tobytes())
     return rest[:start] + b"".join(parts) + rest[start:]
 

@@ -44,7 +44,7 @@ def test_every_arm_is_a_valid_config(arm):
 
 def test_arm_settings_and_unknown_arms():
     assert ablation.arm_settings("record") == {}
-    assert ablation.arm_settings("record+smear_gate") == {"SMEAR_GATE_ENABLED": "1"}
+    assert ablation.arm_settings("record+smear_gate") == {"SMEAR_GATE_ENABLED": "True"}
     assert ablation.arm_settings("frontier+lanes") == {
         "PRESET": "frontier", "PARALLEL_LANES": "1", "PARALLEL_RESIDUAL_START": "8"}
     with pytest.raises(SystemExit, match=r"unknown arm 'record\+lanes'; one of: record, frontier, "):

@@ -98,7 +98,7 @@ def test_a_failed_script_is_reported_with_its_figures_kept(tmp_path):
 
 @pytest.mark.parametrize("problem, message", [
     ("env", r"record\.env:2: not NAME=VALUE: 'MATRIX_LR 0\.026'"),
-    ("set", r"--set wants NAME=VALUE, got 'SEED'"),
+    ("set", r"--set: not NAME=VALUE: 'SEED'"),
     ("work", r"is not empty; give a new folder"),
     ("script", r"no script at "),
 ])
