@@ -90,16 +90,53 @@ def _identities(taint: Taint) -> set:
     return out
 
 
-def _same_model(update: Event, score: Event) -> bool:
+def _same_model(update: Event, score: Event, events: list[Event]) -> bool:
     """Could the score use what the update changed? A tensor made for the update (a bias, a
     delta, an adapter) must appear in the score, unless the update also changes the very model
-    that scores (adapters injected into it); a model must be the same one (see _identities).
+    that scores (adapters injected into it); objects made inside the call that updated them must
+    have come out of it (see _kept_in_callee); a model must be the same one (see _identities).
     Unknown counts as the same."""
+    if _kept_in_callee(update, score, events):
+        return False
     updated, scored = _identities(update.state), _identities(score.taint)
     tensors = {label for label in update.state if label[0] == "state" and label[2] == "tensor"}
     if tensors and not updated & scored and not tensors & score.taint:
         return False
     return not updated or not scored or bool(updated & scored)
+
+
+def _origin(site: Site) -> tuple:
+    """Where an object was made, however many calls it has been seen through."""
+    return site.inner_fn.key, id(site.inner)
+
+
+def _objects(taint: Taint) -> set:
+    """Where the objects that model calls ran on were made."""
+    return {_origin(label[1][1]) for label in taint
+            if label[0] == "objref" and label[1][0] == "obj" and label[1][1] is not None}
+
+
+def _kept_in_callee(update: Event, score: Event, events: list[Event]) -> bool:
+    """Did the update change only objects made inside the call it ran in (adapters a TTT function
+    builds, trains and scores with), none of which reached the score? An object leaves its call
+    returned, stored into an argument (`model.lora = lora`) or written to a file; the first two
+    carry its label into every value that uses it, the third leaves a serialized value holding it."""
+    made = set()
+    for label in update.state:
+        if label[0] == "objref":
+            if label[1][0] != "obj" or label[1][1] is None or label[1][1].fn is update.site.fn:
+                return False  # an object passed in, or made here: the scores here may hold it
+            made.add(_origin(label[1][1]))
+        elif label[0] == "state" and label[2] == "tensor":
+            return False  # judged by the tensor rule of _same_model
+    return bool(made) and not made & _held(score.taint) and not any(
+        e.kind in ("export", "sink") and made & _held(e.taint) for e in events)
+
+
+def _held(taint: Taint) -> set:
+    """Where the objects a value holds, or model calls behind it ran on, were made."""
+    return _objects(taint) | {_origin(label[1]) for label in taint
+                              if label[0] == "obj" and label[1] is not None}
 
 
 def _made_inside(state: Taint, loop) -> tuple[bool, bool]:
@@ -136,14 +173,23 @@ def _after_training(update: Event, events: list[Event]) -> bool:
 def _after_export(update: Event, events: list[Event]) -> bool:
     """Is the model written out (the artifact) before this update? Then the update adapts the
     shipped model at evaluation time (after the quantization round trip), not before export."""
-    return any(_exports(e) and relation(e.site, update.site) == "before" for e in events)
+    models = _model_params(events)
+    return any(_exports(e, models) and relation(e.site, update.site) == "before" for e in events)
 
 
-def _exports(event: Event) -> bool:
+def _model_params(events: list[Event]) -> set:
+    """The parameters of this function that a model call ran on (`def evaluate(model, ...)`)."""
+    return {label for e in events for taint in (e.taint, e.state) for label in taint
+            if label[0] == "objref" and label[1][0] == "param"}
+
+
+def _exports(event: Event, models: set) -> bool:
     """A model's weights serialized: an export, or a serializer given a parameter that turned
-    out to be a model at this call site."""
-    return event.kind == "export" or (event.kind == "sink" and event.detail in apis.SERIALIZE_CALLS and any(
-        label[0] in ("obj", "objref", "state") for label in event.taint))
+    out to be a model at this call site or that this function runs as one."""
+    if event.kind == "export":
+        return True
+    return event.kind == "sink" and event.detail in apis.SERIALIZE_CALLS and any(
+        label[0] in ("obj", "objref", "state") or ("objref", label) in models for label in event.taint)
 
 
 def _evaluation_pass(update: Event, score: Event) -> list[Event]:
@@ -152,8 +198,7 @@ def _evaluation_pass(update: Event, score: Event) -> list[Event]:
     the same tokens as well (C4). Both are placed at the calls in this function: at the pass
     where it trained on tokens not yet scored (its finding names where the pass begins), at the
     score after it where the pass was legal by itself and only that score breaks the order."""
-    made = {label[1] for label in update.state if label[0] == "objref" and label[1][0] == "obj"}
-    scored = {label[1] for label in score.taint if label[0] == "objref" and label[1][0] == "obj"}
+    made, scored = _objects(update.state), _objects(score.taint)
     if made and scored and not made & scored:
         return []  # the score runs on another copy read back from the artifact, not the adapted one
     flags = frozenset({"pass"}) | switches(update, score)
@@ -308,7 +353,7 @@ def _pair(update: Event, score: Event, backpropagated: set, events: list[Event])
     if order in ("same", "exclusive"):
         return [], False
     loops = common_loops(score.site, update.site)
-    if not loops and not _same_model(update, score):
+    if not loops and not _same_model(update, score, events):
         return [], False
     fresh = _fresh(score, backpropagated)
     if order == "after" and loops and not any(varies(score.taint, loop) or varies(update.taint, loop)
