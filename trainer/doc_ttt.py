@@ -72,11 +72,13 @@ def doc_batches(group: list[Doc], batch_docs: int) -> list[list[Doc]]:
 
 def adapt_batch(model: nn.Module, adapters: DocAdapters, tokens: Tensor, docs: list[Doc],
                 tally: Tally, target_bytes: TargetBytes, *, seq_len: int, chunk: int, lr: float,
-                trace: Trace | None = None) -> None:
+                logits_fn=None, trace: Trace | None = None) -> None:
     """Score every position of `docs` once, chunk by chunk, each chunk before the Adam step of
     its document's adapters that uses it. `adapters` has a set for each of `docs`, reset here,
     and for as many empty documents after them: every batch has the same shape, so a document's
-    losses never depend on how many others share its batch."""
+    losses never depend on how many others share its batch. `logits_fn` (default
+    `model.forward_logits`) may be its compiled form."""
+    logits_fn = model.forward_logits if logits_fn is None else logits_fn
     device = tokens.device
     docs = docs + [(0, 0)] * (adapters.docs - len(docs))
     adapters.reset()
@@ -96,7 +98,7 @@ def adapt_batch(model: nn.Module, adapters: DocAdapters, tokens: Tensor, docs: l
         scored = inside[:, -chunk:]
         x_c, y_c = x[:, -chunk:], torch.where(scored, tokens[target_pos], 0)
         with autocast(device):
-            logits = model.forward_logits(x, adapters, last=chunk)
+            logits = logits_fn(x, adapters, last=chunk)
         nll = F.cross_entropy(logits.flatten(0, 1).float(), y_c.flatten(), reduction="none")
         nll = nll.view_as(y_c)
         # 1. Score the chunk: these losses come from adapters trained on earlier chunks only.
@@ -151,10 +153,10 @@ def sgd_phase(model: nn.Module, tokens: Tensor, hi: int, *, seq_len: int, chunk_
 
 def eval_doc_ttt(model: nn.Module, tokens: Tensor, target_bytes: TargetBytes, *, seq_len: int,
                  chunk: int, batch_docs: int, lora_rank: int, lr: float, phases: int, phase_docs: int,
-                 sgd: dict, log: Callable[[str], None], trace: Trace | None = None,
-                 ) -> tuple[float, float]:
+                 sgd: dict, log: Callable[[str], None], logits_fn=None,
+                 trace: Trace | None = None) -> tuple[float, float]:
     """(val_loss, val_bpb) of per-document LoRA TTT with phased global SGD over the whole stream
-    (`sgd`: sgd_phase's settings). Modifies `model` in place."""
+    (`sgd`: sgd_phase's settings; `logits_fn`: adapt_batch's). Modifies `model` in place."""
     check_length(tokens.numel(), seq_len)
     groups = phase_groups(documents(tokens), phases, phase_docs)
     me, size = rank_and_world()
@@ -170,7 +172,7 @@ def eval_doc_ttt(model: nn.Module, tokens: Tensor, target_bytes: TargetBytes, *,
         batches = doc_batches(group, batch_docs)
         for batch in batches[me::size]:  # round robin: every rank gets long and short ones
             adapt_batch(model, adapters, tokens, batch, tally, target_bytes, seq_len=seq_len,
-                        chunk=chunk, lr=lr, trace=trace)
+                        chunk=chunk, lr=lr, logits_fn=logits_fn, trace=trace)
         log(f"ttt_lora:group {gi + 1}/{len(groups)} docs={len(group)} batches={len(batches)} "
             f"time:{time.perf_counter() - t0:.1f}s")
         if gi < len(groups) - 1 and group:

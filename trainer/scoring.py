@@ -108,16 +108,20 @@ def _load(cfg, model: nn.Module, artifact_path: Path) -> None:
 # (their count depends on the data) and recompiles the rest for every new count, about 24 s
 # per batch on an H200 with DOC_MASK=1 (docs/trainer.md).
 SCORING_COMPILE = dict(dynamic=False, fullgraph=True)
+# LoRA TTT's windows widen by a chunk per step up to EVAL_SEQ_LEN: one graph takes every width.
+LORA_TTT_COMPILE = dict(dynamic=True, fullgraph=True)
 
 
-def _scoring_fn(model: nn.Module, device: torch.device, compile_model: bool):
+def _scoring_fn(model: nn.Module, device: torch.device, compile_model: bool,
+                options: dict = SCORING_COMPILE):
     """What the scoring phases call for logits: torch.compile'd on GPU when COMPILE is on (one
     fixed batch shape: sliding.score_segments pads), the plain method otherwise (CPU tests and
-    probes). TTT trains eager: compiling its forward and backward took 50 s on an H200, more than
-    its 180 steps take without it (docs/benchmarks.md)."""
+    probes). SGD TTT trains eager: compiling its forward and backward took 50 s on an H200, more
+    than its 180 steps take without it (docs/benchmarks.md); LoRA TTT's adapter steps number in
+    the thousands and compile (LORA_TTT_COMPILE)."""
     if device.type != "cuda" or not compile_model:
         return model.forward_logits
-    return torch.compile(model.forward_logits, **SCORING_COMPILE)
+    return torch.compile(model.forward_logits, **options)
 
 
 def _ttt_phase(cfg, model, val_tokens, target_bytes, logits_fn, batch_windows, log, trace) -> dict:
@@ -131,7 +135,9 @@ def _ttt_phase(cfg, model, val_tokens, target_bytes, logits_fn, batch_windows, l
                                  chunk=cfg.ttt_lora_chunk_tokens,
                                  batch_docs=cfg.ttt_lora_batch_docs, lora_rank=cfg.ttt_lora_rank,
                                  lr=cfg.ttt_lora_lr, phases=cfg.ttt_phases,
-                                 phase_docs=cfg.ttt_phase_docs, sgd=sgd, log=log, trace=trace)
+                                 phase_docs=cfg.ttt_phase_docs, sgd=sgd, log=log,
+                                 logits_fn=_scoring_fn(model, device, cfg.compile, LORA_TTT_COMPILE),
+                                 trace=trace)
         return {"quantized_ttt": _metric(log, "quantized_ttt", loss, bpb, _clock(device) - t0)}
     loss, bpb = eval_ttt(model, val_tokens, target_bytes, seq_len=cfg.eval_seq_len,
                          stride=cfg.eval_stride, batch_windows=batch_windows,

@@ -77,6 +77,27 @@ def test_batched_documents_score_exactly_as_one_at_a_time():
     assert torch.equal(together.nll, alone.nll)
 
 
+def test_compiled_adapter_pass_scores_as_eager_in_one_graph_for_every_width():
+    """LoRA TTT's compile options (dynamic shapes, one full graph): the windows widen by a chunk
+    per step (8, 16, 24, then 32 here) and one graph takes them all after the first width; the
+    adapters' forward and backward through it score every position as the eager pass does."""
+    from trainer.scoring import LORA_TTT_COMPILE
+
+    model, tokens = _model(), _tokens()
+    docs = doc_ttt.documents(tokens)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    compiled = torch.compile(model.forward_logits, backend="aot_eager", **LORA_TTT_COMPILE)
+    trace, tally = sliding.Trace.for_stream(tokens.numel()), sliding.Tally.zeros(tokens.device)
+    doc_ttt.adapt_batch(model, DocAdapters(model, len(docs), 4, tokens.device), tokens, docs, tally,
+                        _ones, seq_len=32, chunk=8, lr=1e-2, logits_fn=compiled, trace=trace)
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] <= 2
+    assert (trace.times_scored == 1).all()
+    assert torch.allclose(trace.nll, _adapt(model, tokens, [docs]).nll, atol=1e-5)
+
+
 def test_bytes_are_read_by_the_targets_stream_position():
     """With a byte sidecar the bytes of a target come from its position in the stream: each
     target's position is passed once, so counting positions as bytes sums 1..N-1."""
