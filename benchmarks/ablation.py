@@ -68,10 +68,10 @@ def arm_settings(arm: str) -> dict[str, str]:
     raise SystemExit(f"unknown arm {arm!r}; one of: {', '.join(choices)}")
 
 
-def run_parallel(jobs: dict[str, list[str]], gpus: int, work: Path) -> dict[str, int]:
+def run_parallel(jobs: dict[str, list[str]], gpus: int, work: Path):
     """Each job's command with its output in WORK/NAME.log, at most `gpus` at once, each seeing
-    one GPU; their exit codes."""
-    pending, running, codes = list(jobs.items()), {}, {}
+    one GPU; yields (name, exit code) as each finishes."""
+    pending, running = list(jobs.items()), {}
     free = list(range(gpus))
     while pending or running:
         while pending and free:
@@ -87,10 +87,21 @@ def run_parallel(jobs: dict[str, list[str]], gpus: int, work: Path) -> dict[str,
         if pid not in running:
             continue
         name, slot, started, proc = running.pop(pid)
-        codes[name] = proc.returncode = os.waitstatus_to_exitcode(status)
+        proc.returncode = os.waitstatus_to_exitcode(status)
         free.append(slot)
-        print(f"finished {name}: exit {codes[name]} after {time.perf_counter() - started:.0f} s",
+        print(f"finished {name}: exit {proc.returncode} after {time.perf_counter() - started:.0f} s",
               flush=True)
+        yield name, proc.returncode
+
+
+def run_arms(jobs: dict[str, list[str]], gpus: int, work: Path) -> dict[str, int]:
+    """run_parallel, WORK/table.md rewritten each time an arm leaves a summary (a run cut off
+    keeps the rows it had); the exit codes."""
+    codes = {}
+    for arm, code in run_parallel(jobs, gpus, work):
+        codes[arm] = code
+        if arm_row(work / arm) is not None:
+            (work / "table.md").write_text(table(work))
     return codes
 
 
@@ -179,7 +190,7 @@ def run(args) -> None:
                                  *val, *caseops])
         if shards.returncode != 0:
             raise SystemExit(f"pgolf data shards exited {shards.returncode}")
-    codes = run_parallel(jobs, args.gpus, args.work)
+    codes = run_arms(jobs, args.gpus, args.work)
     text = table(args.work)
     print(text, end="")
     (args.work / "table.md").write_text(text)

@@ -60,7 +60,7 @@ def _job(tmp_path, name, code=0):
 def test_run_parallel_gives_each_job_one_gpu_and_keeps_exit_codes(tmp_path, capsys):
     jobs = {name: _job(tmp_path, name, code) for name, code in
             (("a", 0), ("b", 3), ("c", 0), ("d", 0), ("e", 0))}
-    codes = ablation.run_parallel(jobs, 2, tmp_path)
+    codes = dict(ablation.run_parallel(jobs, 2, tmp_path))
     assert codes == {"a": 0, "b": 3, "c": 0, "d": 0, "e": 0}
     assert {(tmp_path / f"{name}.gpu").read_text() for name in jobs} == {"0", "1"}
     assert all((tmp_path / f"{name}.log").read_text() == "ran\n" for name in jobs)
@@ -72,6 +72,20 @@ def test_run_parallel_gives_each_job_one_gpu_and_keeps_exit_codes(tmp_path, caps
     for event in events:
         running += 1 if event == "started" else -1
         assert running <= 2
+
+
+def test_the_table_is_rewritten_as_each_arm_finishes(tmp_path):
+    """One GPU, so `b` starts only once `a` has finished: by then the table holds `a`'s row."""
+    summary = json.dumps({"train": {"steps": 10, "train_seconds": 5.0, "eval_seconds": 1.0,
+                                    "total_bytes": 7, "val_bpb": {"quantized_ttt": 1.5}}})
+    a = (f"import pathlib; d = pathlib.Path({str(tmp_path)!r}, 'a'); d.mkdir(); "
+         f"(d / 'user_path.json').write_text({summary!r})")
+    b = (f"import pathlib; w = pathlib.Path({str(tmp_path)!r}); "
+         f"(w / 'b.saw').write_text((w / 'table.md').read_text())")
+    codes = ablation.run_arms({"a": [sys.executable, "-c", a], "b": [sys.executable, "-c", b]},
+                              1, tmp_path)
+    assert codes == {"a": 0, "b": 0}
+    assert "| a | 10 | 500 |" in (tmp_path / "b.saw").read_text()
 
 
 def _user_path_arm(folder, steps, seconds, scores, total_bytes):
