@@ -70,15 +70,19 @@ def arm_settings(arm: str) -> dict[str, str]:
 
 def run_parallel(jobs: dict[str, list[str]], gpus: int, work: Path):
     """Each job's command with its output in WORK/NAME.log, at most `gpus` at once, each seeing
-    one GPU; yields (name, exit code) as each finishes."""
+    one GPU and its share of the CPU threads; yields (name, exit code) as each finishes."""
     pending, running = list(jobs.items()), {}
     free = list(range(gpus))
+    # As torchrun does for its ranks: without it every job's CPU work (the LQER SVDs, compiles)
+    # runs as many threads as the host has cores, and the jobs oversubscribe it.
+    threads = os.environ.get("OMP_NUM_THREADS") or str(max(1, (os.cpu_count() or 1) // gpus))
     while pending or running:
         while pending and free:
             slot, (name, argv) = free.pop(0), pending.pop(0)
             with open(work / f"{name}.log", "w") as sink:
                 proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT,
-                                        env={**os.environ, "CUDA_VISIBLE_DEVICES": str(slot)})
+                                        env={**os.environ, "CUDA_VISIBLE_DEVICES": str(slot),
+                                             "OMP_NUM_THREADS": threads})
             # Held until reaped: a dropped Popen is reaped by the next one's creation, and
             # os.wait would then miss it.
             running[proc.pid] = (name, slot, time.perf_counter(), proc)
