@@ -73,16 +73,17 @@ def run_parallel(jobs: dict[str, list[str]], gpus: int, work: Path):
     one GPU and its share of the CPU threads; yields (name, exit code) as each finishes."""
     pending, running = list(jobs.items()), {}
     free = list(range(gpus))
-    # As torchrun does for its ranks: without it every job's CPU work (the LQER SVDs, compiles)
-    # runs as many threads as the host has cores, and the jobs oversubscribe it.
-    threads = os.environ.get("OMP_NUM_THREADS") or str(max(1, (os.cpu_count() or 1) // gpus))
+    # Each job's share of the host's cores for its CPU math (as torchrun sets for its ranks) and
+    # its compiles: by default each would take them all, and together they oversubscribe the host.
+    share = str(max(1, (os.cpu_count() or 1) // gpus))
+    threads = {name: os.environ.get(name) or share
+               for name in ("OMP_NUM_THREADS", "TORCHINDUCTOR_COMPILE_THREADS")}
     while pending or running:
         while pending and free:
             slot, (name, argv) = free.pop(0), pending.pop(0)
             with open(work / f"{name}.log", "w") as sink:
                 proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT,
-                                        env={**os.environ, "CUDA_VISIBLE_DEVICES": str(slot),
-                                             "OMP_NUM_THREADS": threads})
+                                        env={**os.environ, **threads, "CUDA_VISIBLE_DEVICES": str(slot)})
             # Held until reaped: a dropped Popen is reaped by the next one's creation, and
             # os.wait would then miss it.
             running[proc.pid] = (name, slot, time.perf_counter(), proc)

@@ -54,20 +54,23 @@ def test_arm_settings_and_unknown_arms():
 
 def _job(tmp_path, name, code=0):
     script = (f"import os, pathlib; pathlib.Path({str(tmp_path)!r}, {name!r} + '.gpu')"
-              f".write_text(os.environ['CUDA_VISIBLE_DEVICES'] + ' ' + os.environ['OMP_NUM_THREADS']); "
+              f".write_text(' '.join(os.environ[v] for v in ('CUDA_VISIBLE_DEVICES', 'OMP_NUM_THREADS', "
+              f"'TORCHINDUCTOR_COMPILE_THREADS'))); "
               f"print('ran'); raise SystemExit({code})")
     return [sys.executable, "-c", script]
 
 
 def test_run_parallel_gives_each_job_one_gpu_and_keeps_exit_codes(tmp_path, capsys, monkeypatch):
-    """Each job sees one GPU and half the CPU threads (two at once on 16 cores)."""
+    """Each job sees one GPU and half the CPU threads, for its math and its compiles (two at once
+    on 16 cores)."""
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv("TORCHINDUCTOR_COMPILE_THREADS", raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 16)
     jobs = {name: _job(tmp_path, name, code) for name, code in
             (("a", 0), ("b", 3), ("c", 0), ("d", 0), ("e", 0))}
     codes = dict(ablation.run_parallel(jobs, 2, tmp_path))
     assert codes == {"a": 0, "b": 3, "c": 0, "d": 0, "e": 0}
-    assert {(tmp_path / f"{name}.gpu").read_text() for name in jobs} == {"0 8", "1 8"}
+    assert {(tmp_path / f"{name}.gpu").read_text() for name in jobs} == {"0 8 8", "1 8 8"}
     assert all((tmp_path / f"{name}.log").read_text() == "ran\n" for name in jobs)
     out = capsys.readouterr().out
     assert out.count("started ") == 5 and "finished b: exit 3 after " in out
