@@ -102,7 +102,10 @@ def analyse_sources(sources: tuple[tuple[str, str], ...]) -> Result:
     verdicts: list[Verdict] = []
     side = _reachable(prog, analysis, [prog.roots[rel] for rel in parsed if rel not in run]) - reached
     guards = _guards(prog, analysis, list(prog.roots.values()))
-    for fn in [*prog.roots.values(), *prog.all_functions]:
+    functions = [*prog.roots.values(), *prog.all_functions]
+    # a helper's pass that a caller placed after its export or training (order._placed)
+    placed = {e.site.statement for fn in functions for e in analysis.summary(fn).events if e.kind == "placed"}
+    for fn in functions:
         events = analysis.summary(fn).events
         if guards.get(fn.key):  # it runs only under these settings: so does what it finds itself
             events = [dataclasses.replace(e, flags=e.flags | guards[fn.key]) for e in events]
@@ -113,8 +116,15 @@ def analyse_sources(sources: tuple[tuple[str, str], ...]) -> Result:
         else:
             events = [_as_if_validation(e) for e in events]
             verdicts += judge.verdicts(events, reachable=False, hypothetical=True)
+    verdicts = [v for v in verdicts if not (v.site.statement in placed and _replaced_by_placing(v))]
     verdicts = _follow_isolation(verdicts, [parsed[rel] for rel in run])
     return Result(parsed, _dedupe(verdicts), unparsed, entry, tuple(sorted(run)))
+
+
+def _replaced_by_placing(v: Verdict) -> bool:
+    """What the helper said of a pass its caller placed: that it trained on validation data, or
+    (as for any pass found to break the order) that it was score-first."""
+    return v.rule == "VAL_DATA_IN_TRAINING" or (v.rule == "TTT_SCORE_AFTER_ADAPT" and v.kind == "score_first")
 
 
 def _follow_isolation(verdicts: list[Verdict], run) -> list[Verdict]:

@@ -294,8 +294,30 @@ def judge(fn, events: list[Event]) -> list[Event]:
             verdicts.append(Event("judgment", event.site, event.taint, event.taint,
                                   detail="MULTI_EPOCH", flags=switches(event)))
         out.append(dataclasses.replace(event, flags=frozenset(flags), other=first))
-    everything = out + verdicts + _prebuilt(fn, events, scores) + _network_after_scoring(events, scores)
+    everything = (out + verdicts + _placed(events) + _prebuilt(fn, events, scores)
+                  + _network_after_scoring(events, scores))
     return list(dict.fromkeys(everything))  # one per distinct event (calls replay duplicates)
+
+
+def _placed(events: list[Event]) -> list[Event]:
+    """A helper that runs a pass over the tokens and scores them after it, with nothing exported
+    or trained before the pass inside the helper, can only call it VAL_DATA_IN_TRAINING. Where
+    this function exported or trained before calling the helper, the pass is placed here as its
+    own scores would be (_verdict), with a "placed" event naming the helper's finding it
+    replaces (dropped from the verdicts by the caller of the analysis)."""
+    out = []
+    for found in events:
+        if (found.kind != "judgment" or found.detail != VAL_IN_TRAINING or "prebuilt" in found.flags
+                or not found.site.chain or found.other is None):
+            continue
+        update = next((e for e in events if is_update(e) and e.site == found.site), None)
+        score = next((e for e in events if is_score(e) and e.site == found.other), None)
+        if update is None or score is None:
+            continue
+        placed = _verdict(update, score, (), "first", events)
+        if placed and all(v.detail != VAL_IN_TRAINING for v in placed):
+            out += placed + [Event("placed", found.site)]
+    return out
 
 
 def _dropped(update: Event, events: list[Event]) -> bool:

@@ -116,7 +116,8 @@ class Event:
     literal), tilt (a target == hint indicator meeting a probability), stored (the scored token
     compared with another value: taint = that value's, state = the token's), smoothing (count + k over
     total + k), judgment (a verdict reached where the loop structure was visible; detail = rule,
-    taint and state = the data it rests on).
+    taint and state = the data it rests on), placed (a helper's pass placed by its caller: site =
+    the update whose finding in the helper this replaces).
     """
 
     kind: str
