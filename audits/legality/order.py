@@ -294,30 +294,33 @@ def judge(fn, events: list[Event]) -> list[Event]:
             verdicts.append(Event("judgment", event.site, event.taint, event.taint,
                                   detail="MULTI_EPOCH", flags=switches(event)))
         out.append(dataclasses.replace(event, flags=frozenset(flags), other=first))
-    everything = (out + verdicts + _placed(events) + _prebuilt(fn, events, scores)
+    out, placed = _placed(out)
+    everything = (out + verdicts + placed + _prebuilt(fn, events, scores)
                   + _network_after_scoring(events, scores))
     return list(dict.fromkeys(everything))  # one per distinct event (calls replay duplicates)
 
 
-def _placed(events: list[Event]) -> list[Event]:
+def _placed(events: list[Event]) -> tuple[list[Event], list[Event]]:
     """A helper that runs a pass over the tokens and scores them after it, with nothing exported
     or trained before the pass inside the helper, can only call it VAL_DATA_IN_TRAINING. Where
     this function exported or trained before calling the helper, the pass is placed here as its
     own scores would be (_verdict), with a "placed" event naming the helper's finding it
-    replaces (dropped from the verdicts by the caller of the analysis)."""
-    out = []
+    replaces (dropped from the verdicts by the caller of the analysis). (`events` with those
+    findings marked, so that no caller places them again; the placements.)"""
+    kept, out = [], []
     for found in events:
         if (found.kind != "judgment" or found.detail != VAL_IN_TRAINING or "prebuilt" in found.flags
-                or not found.site.chain or found.other is None):
+                or "placed" in found.flags or not found.site.chain or found.other is None):
+            kept.append(found)
             continue
         update = next((e for e in events if is_update(e) and e.site == found.site), None)
         score = next((e for e in events if is_score(e) and e.site == found.other), None)
-        if update is None or score is None:
-            continue
-        placed = _verdict(update, score, (), "first", events)
+        placed = [] if update is None or score is None else _verdict(update, score, (), "first", events)
         if placed and all(v.detail != VAL_IN_TRAINING for v in placed):
             out += placed + [Event("placed", found.site)]
-    return out
+            found = dataclasses.replace(found, flags=found.flags | {"placed"})
+        kept.append(found)
+    return kept, out
 
 
 def _dropped(update: Event, events: list[Event]) -> bool:
