@@ -195,10 +195,8 @@ def run(args) -> None:
                                  *val, *caseops])
         if shards.returncode != 0:
             raise SystemExit(f"pgolf data shards exited {shards.returncode}")
-    codes = run_arms(jobs, args.gpus, args.work)
-    text = table(args.work)
-    print(text, end="")
-    (args.work / "table.md").write_text(text)
+    codes = run_arms(jobs, args.gpus, args.work)  # which wrote WORK/table.md as the arms ended
+    print(table(args.work), end="")
     failed = [arm for arm, code in codes.items() if code != 0]
     if failed:
         raise SystemExit(f"arms that did not exit 0: {', '.join(failed)} (their logs: WORK/ARM.log)")

@@ -1,6 +1,6 @@
 """benchmarks/ablation.py: which settings each arm runs, how arms share the GPUs, the table.
 
-The arms themselves are GPU runs (docs/trainer.md); here the runner runs small commands."""
+The arms themselves are GPU runs (docs/benchmarks.md); here the runner runs small commands."""
 
 import dataclasses
 import json

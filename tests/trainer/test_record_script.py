@@ -1,7 +1,7 @@
 """benchmarks/record_script.py: a record's script run as it is, its settings and its figures.
 
 The script here is a stand-in that reports what it was given and prints the lines a record's log
-has; the real runs are on a GPU (docs/trainer.md)."""
+has; the real runs are on a GPU (docs/benchmarks.md)."""
 
 import importlib.util
 import json
