@@ -3,13 +3,16 @@ run in parallel on one host, one GPU each, then one table.
 
     python -m benchmarks.ablation run --docs DOCS --tokenizer MODEL --work WORK --gpus 4 \\
         [--seconds 180] [--num-val-docs 1030] [--caseops] \\
-        [--record-script train_gpt.py --record-env benchmarks/pr1855.env] ARM ...
+        [--record-script train_gpt.py --record-env benchmarks/pr1855.env \\
+         --record-set EMA_DECAY=0.921] ARM ...
     python -m benchmarks.ablation table WORK
 
 An arm is `record`, `frontier`, `record+T` for a technique T of the frontier preset (its settings
 as the preset has them: TECHNIQUES below), `frontier+X` for a technique X not in it (EXTRAS), or
 `record_script`: the script of --record-script run by `benchmarks.record_script` on shards made
-once in WORK/data. Every other arm is `benchmarks.user_path` (data, train, package, audit) in
+once in WORK/data, with --record-env's settings and then --record-set's (for what this run's
+length changes: the record's EMA decay, 0.9965, is tuned for ~4,550 steps and leaves about half
+the average at the initial weights after 200; pgolf rescales its own, `scaled_ema_decay`). Every other arm is `benchmarks.user_path` (data, train, package, audit) in
 WORK/ARM. At most --gpus arms run at once, each seeing one GPU (CUDA_VISIBLE_DEVICES); an arm's
 output is WORK/ARM.log.
 
@@ -164,16 +167,13 @@ def table(work: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run(args) -> None:
-    if args.work.exists() and any(args.work.iterdir()):
-        raise SystemExit(f"{args.work} is not empty; give a new folder")
+def arm_commands(args) -> dict[str, list[str]]:
+    """Every arm's command, each arm's name checked."""
     if len(set(args.arms)) != len(args.arms):
         raise SystemExit("an arm is named twice")
-    if args.gpus < 1:
-        raise SystemExit(f"--gpus must be at least 1, got {args.gpus}")
     if RECORD_SCRIPT in args.arms and args.record_script is None:
         raise SystemExit(f"the {RECORD_SCRIPT} arm needs --record-script")
-    jobs = {}  # every arm's command built (and its name checked) before anything runs
+    jobs = {}
     common = ["--seconds", f"{args.seconds:g}"]
     val = ["--num-val-docs", str(args.num_val_docs)] if args.num_val_docs is not None else []
     caseops = ["--caseops"] if args.caseops else []
@@ -182,12 +182,22 @@ def run(args) -> None:
             jobs[arm] = [sys.executable, "-m", "benchmarks.record_script", str(args.record_script),
                          "--data", str(args.work / "data"), "--tokenizer", str(args.tokenizer),
                          "--work", str(args.work / arm), *common,
-                         *(["--env-file", str(args.record_env)] if args.record_env else [])]
+                         *(["--env-file", str(args.record_env)] if args.record_env else []),
+                         *(a for item in args.record_set for a in ("--set", item))]
             continue
         settings = [a for name, value in arm_settings(arm).items() for a in ("--set", f"{name}={value}")]
         jobs[arm] = [sys.executable, "-m", "benchmarks.user_path", "--docs", str(args.docs),
                      "--tokenizer", str(args.tokenizer), "--work", str(args.work / arm), *common,
                      *val, *caseops, *settings]
+    return jobs
+
+
+def run(args) -> None:
+    if args.work.exists() and any(args.work.iterdir()):
+        raise SystemExit(f"{args.work} is not empty; give a new folder")
+    if args.gpus < 1:
+        raise SystemExit(f"--gpus must be at least 1, got {args.gpus}")
+    jobs = arm_commands(args)  # before anything runs
     args.work.mkdir(parents=True, exist_ok=True)
     if RECORD_SCRIPT in jobs:
         shards = subprocess.run([sys.executable, "-m", "pgolf_cli", "data", "shards", str(args.docs),
@@ -216,6 +226,8 @@ def main(argv: list[str] | None = None) -> None:
     go.add_argument("--caseops", action="store_true", help="CaseOps shards (MODEL trained with it)")
     go.add_argument("--record-script", type=Path, help="the record's train_gpt.py")
     go.add_argument("--record-env", type=Path, help="its settings (NAME=VALUE lines)")
+    go.add_argument("--record-set", action="append", default=[], metavar="NAME=VALUE",
+                    help="one more setting of the record's script, after --record-env's")
     show = commands.add_parser("table", help="the table of a finished run")
     show.add_argument("work", type=Path)
     args = parser.parse_args(argv)

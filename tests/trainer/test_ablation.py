@@ -2,10 +2,12 @@
 
 The arms themselves are GPU runs (docs/benchmarks.md); here the runner runs small commands."""
 
+import argparse
 import dataclasses
 import json
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -147,3 +149,17 @@ def test_table_of_a_folder_without_arms(tmp_path):
         ablation.main(["table", str(tmp_path)])
     with pytest.raises(SystemExit, match=r"no folder "):
         ablation.main(["table", str(tmp_path / "missing")])
+
+
+def test_the_record_script_gets_its_env_file_then_the_record_settings(tmp_path):
+    args = argparse.Namespace(
+        arms=["record", "record_script"], docs=Path("d.jsonl"), tokenizer=Path("t.model"),
+        work=tmp_path, seconds=180.0, num_val_docs=None, caseops=True,
+        record_script=Path("train_gpt.py"), record_env=Path("pr1855.env"),
+        record_set=["EMA_DECAY=0.921", "TTT_LORA_RANK=64"])
+    jobs = ablation.arm_commands(args)
+    script = jobs["record_script"]
+    assert script[script.index("--env-file") + 1] == "pr1855.env"
+    assert script[script.index("--env-file") + 2:] == ["--set", "EMA_DECAY=0.921",
+                                                       "--set", "TTT_LORA_RANK=64"]
+    assert "EMA_DECAY=0.921" not in jobs["record"]  # pgolf's arms rescale their own
