@@ -1,6 +1,7 @@
 """Time and memory of per-document LoRA TTT (TTT_MODE=lora) for one rank, on one GPU.
 
     python -m benchmarks.lora_ttt_speed [--docs 6250] [--set NAME=VALUE ...]
+    python -m benchmarks.lora_ttt_speed --val-shard fineweb_val_000000.bin [--set NAME=VALUE ...]
 
 The record model at the frontier preset with PR #1953's LoRA TTT settings (loops on, its
 initial weights: the cost does not depend on what the weights are) runs
@@ -13,6 +14,10 @@ its steps, padding included), then runs the pass twice (the first compiles the a
 of each window width), each time with its seconds, window tokens per second and peak GPU memory.
 The 8-GPU evaluation takes about as long as its 6,250-document share (ranks work in parallel;
 the SGD phases' all-reduces are left out here); any other stream's time follows from its work.
+
+With --val-shard it only counts, on the CPU: the work of each phase group of that validation
+stream at the frontier preset with TTT_MODE=lora (the settings a `frontier+lora_ttt` run
+evaluates with), so that a run's per-group times in its log become rates.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from pathlib import Path
 
 FINEWEB_DOCS, FINEWEB_TOKENS, RANKS = 50_000, 47_851_520, 8
 # The evaluation settings PR #1953 ran its LoRA TTT with (the SGD phases' rate and passes).
@@ -43,7 +49,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=FINEWEB_DOCS // RANKS)
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--val-shard", type=Path, help="count this stream's work and exit")
     args = parser.parse_args()
+    if args.val_shard is not None:
+        count_shard(args.val_shard, dict(s.split("=", 1) for s in args.set))
+        return
     import torch
 
     from trainer.config import load_config
@@ -84,14 +94,34 @@ def main() -> None:
 
 def window_tokens(tokens, cfg, phase_docs: int) -> int:
     """What the adapter pass computes: for every batch, every chunk step's rows x window width."""
+    return sum(work for _, work in group_work(tokens, cfg, phase_docs))
+
+
+def group_work(tokens, cfg, phase_docs: int) -> list[tuple[int, int]]:
+    """(documents, window tokens) of each phase group."""
     from trainer.doc_ttt import doc_batches, documents, phase_groups
-    chunk, total = cfg.ttt_lora_chunk_tokens, 0
+    chunk, groups = cfg.ttt_lora_chunk_tokens, []
     for group in phase_groups(documents(tokens), cfg.ttt_phases, phase_docs):
+        work = 0
         for batch in doc_batches(group, cfg.ttt_lora_batch_docs):
             longest = max(hi - lo for lo, hi in batch)
-            total += sum(cfg.ttt_lora_batch_docs * min(cfg.eval_seq_len, c + chunk)
-                         for c in range(0, longest, chunk))
-    return total
+            work += sum(cfg.ttt_lora_batch_docs * min(cfg.eval_seq_len, c + chunk)
+                        for c in range(0, longest, chunk))
+        groups.append((len(group), work))
+    return groups
+
+
+def count_shard(path: Path, settings: dict[str, str]) -> None:
+    from trainer.config import load_config
+    from trainer.data import load_validation_tokens
+    if not path.is_file():
+        raise SystemExit(f"no validation shard at {path}")
+    cfg = load_config(env={}, overrides={"PRESET": "frontier", "TTT_MODE": "lora", **settings})
+    tokens = load_validation_tokens([path], cfg.eval_seq_len).long()  # cut as the trainer cuts it
+    print(f"tokens:{tokens.numel():,} eval_seq_len:{cfg.eval_seq_len} "
+          f"chunk:{cfg.ttt_lora_chunk_tokens} batch_docs:{cfg.ttt_lora_batch_docs}")
+    for gi, (docs, work) in enumerate(group_work(tokens, cfg, cfg.ttt_phase_docs)):
+        print(f"group {gi + 1}: docs:{docs} window_tokens:{work:,}")
 
 
 if __name__ == "__main__":
