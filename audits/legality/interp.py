@@ -385,14 +385,25 @@ class FunctionWalk:
             if len(test.comparisons) != 1:
                 return {}, {}
             comp = test.comparisons[0]
-            if not (isinstance(comp.comparator, cst.Integer) and comp.comparator.value == "0"):
+            bound = syntax.number(comp.comparator)
+            if bound is None:
                 return {}, {}
             body, orelse = self.requirements(test.left)
-            if isinstance(comp.operator, (cst.GreaterThan, cst.NotEqual)):
-                return body, orelse
-            if isinstance(comp.operator, (cst.Equal, cst.LessThanEqual)):
-                return orelse, body
-            return {}, {}
+            if bound == 0:
+                if isinstance(comp.operator, (cst.GreaterThan, cst.NotEqual)):
+                    return body, orelse
+                if isinstance(comp.operator, (cst.Equal, cst.LessThanEqual)):
+                    return orelse, body
+                return {}, {}
+            # Against another bound (`args.ngram_order >= 2`), only a setting that is 0 by
+            # default has a known default: the test as it reads at 0 says which branch is the
+            # default's, and the other runs only with the setting changed.
+            if any(default for _, default in body.values()):
+                return {}, {}
+            holds = syntax.compare(comp.operator, 0, bound)
+            if holds is None:
+                return {}, {}
+            return (orelse, body) if holds else (body, orelse)
         while isinstance(test, cst.Call) and isinstance(test.func, cst.Name) \
                 and test.func.value in ("bool", "int", "float") and len(test.args) == 1:
             test = test.args[0].value

@@ -69,6 +69,29 @@ def is_false(test) -> bool:
         isinstance(test, cst.Integer) and test.value == "0")
 
 
+def number(node) -> float | None:
+    """The value of a number literal, signed or not (`2`, `0.5`, `-1`), else None."""
+    sign = 1
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        sign, node = -1, node.expression
+    if isinstance(node, (cst.Integer, cst.Float)):
+        try:
+            return sign * float(node.evaluated_value)
+        except (ValueError, OverflowError):
+            return None
+    return None
+
+
+_COMPARE = {cst.LessThan: float.__lt__, cst.LessThanEqual: float.__le__, cst.GreaterThan: float.__gt__,
+            cst.GreaterThanEqual: float.__ge__, cst.Equal: float.__eq__, cst.NotEqual: float.__ne__}
+
+
+def compare(operator, left: float, right: float) -> bool | None:
+    """`left OP right` for a comparison operator of numbers; None for `is`, `in` and the like."""
+    op = _COMPARE.get(type(operator))
+    return None if op is None else op(float(left), float(right))
+
+
 def leaves(stmts) -> bool:
     """Does the block end by leaving the function: `return`, `raise`, `sys.exit(...)`?"""
     if not stmts or not isinstance(stmts[-1], cst.SimpleStatementLine):

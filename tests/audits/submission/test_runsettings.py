@@ -119,3 +119,24 @@ def test_a_validation_shard_linked_as_training_data_is_val_in_training(tmp_path)
     f = by_rule(audit_findings(write_folder(tmp_path, {"train_gpt.py": script, "README.md": readme}),
                                only=frozenset({"VAL_DATA_IN_TRAINING"})), "VAL_DATA_IN_TRAINING")
     assert [(str(x.severity), x.file, x.line) for x in f] == [("FAIL", "README.md", 5)]
+
+
+def _slot_under(tmp_path, test: str, default: str):
+    """The gated fixture with its test `if SLOT_ENABLED:` replaced by `test` on SLOT_ORDER."""
+    source = GATED.replace("        if SLOT_ENABLED:\n", f"        if {test}:\n").replace(
+        'SLOT_ENABLED = bool(int(os.environ.get("SLOT_ENABLED", "0")))',
+        f'SLOT_ORDER = int(os.environ.get("SLOT_ORDER", {default}))')
+    assert f"if {test}:" in source and "SLOT_ORDER = int(" in source
+    return by_rule(audit_findings(write_folder(tmp_path, {"train_gpt.py": source}),
+                                  only=frozenset({"SLOT"})), "SLOT")
+
+
+def test_a_setting_compared_with_another_bound_is_read_at_its_default(tmp_path):
+    """`if order >= 2:` on a setting that is 0 by default runs only with the setting changed;
+    `if order < 2:` runs by default; a default other than 0 is not known, so it counts."""
+    f = _slot_under(tmp_path / "a", "SLOT_ORDER >= 2", "0")
+    assert {str(x.severity) for x in f} == {"WARN"}
+    assert "only when SLOT_ORDER is set" in f[0].message
+    assert {str(x.severity) for x in _slot_under(tmp_path / "b", "SLOT_ORDER == 3", "0")} == {"WARN"}
+    assert {str(x.severity) for x in _slot_under(tmp_path / "c", "SLOT_ORDER < 2", "0")} == {"FAIL"}
+    assert {str(x.severity) for x in _slot_under(tmp_path / "d", "SLOT_ORDER >= 2", "3")} == {"FAIL"}
