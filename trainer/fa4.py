@@ -33,11 +33,23 @@ def _segment_bounds_fake(input_ids):
     return input_ids.new_empty(torch.library.get_ctx().new_dynamic_size(min=2), dtype=torch.int32)
 
 
+# FA4 compiles a varlen kernel for each set of choices its `max_seqlen` implies (tiles, splits):
+# LoRA TTT's windows widen a chunk at a time through dozens of widths, each a compile of seconds.
+# A bound rounded up to a multiple of this takes a handful; the 2,048 and 2,560 windows of
+# training and evaluation keep theirs. A larger bound is still a bound.
+SEQLEN_BUCKET = 512
+
+
+def seqlen_bound(max_seqlen: int) -> int:
+    return -(-max_seqlen // SEQLEN_BUCKET) * SEQLEN_BUCKET
+
+
 def _cu(cu_seqlens: torch.Tensor | None, max_seqlen: int) -> dict:
     if cu_seqlens is None:
         return {}
-    return dict(cu_seqlens_q=cu_seqlens, cu_seqlens_k=cu_seqlens, max_seqlen_q=max_seqlen,
-                max_seqlen_k=max_seqlen)
+    bound = seqlen_bound(max_seqlen)  # here, inside the op: a plain int, no guard in the graph
+    return dict(cu_seqlens_q=cu_seqlens, cu_seqlens_k=cu_seqlens, max_seqlen_q=bound,
+                max_seqlen_k=bound)
 
 
 @torch.library.custom_op("pgolf::fa4_fwd", mutates_args=())

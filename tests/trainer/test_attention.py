@@ -176,3 +176,17 @@ def test_scoring_compiles_one_graph_for_any_number_of_documents(options, frames)
         ids.view(-1)[bos] = BOS_ID
         assert torch.equal(compiled(ids), logits(ids))
     assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == frames
+
+
+def test_fa4_varlen_bounds_take_a_few_values_over_lora_ttt_widths():
+    """LoRA TTT's windows widen 48 tokens a step: FA4 sees four bounds, each at least the
+    width, and training's and evaluation's windows keep their own."""
+    from trainer.fa4 import _cu, seqlen_bound
+
+    widths = range(48, 2049, 48)
+    assert {seqlen_bound(w) for w in widths} == {512, 1024, 1536, 2048}
+    assert all(seqlen_bound(w) >= w for w in widths)
+    assert [seqlen_bound(w) for w in (1024, 2048, 2560)] == [1024, 2048, 2560]
+    cu = torch.tensor([0, 30, 100], dtype=torch.int32)
+    assert _cu(cu, 100)["max_seqlen_q"] == _cu(cu, 100)["max_seqlen_k"] == 512
+    assert _cu(None, 100) == {}

@@ -80,6 +80,24 @@ def test_document_masked_matches_attention_per_document():
     _check(ours, bf16, exact)
 
 
+@pytest.mark.parametrize("T", [48, 100, 600])
+def test_document_masked_at_the_widths_lora_ttt_windows_take(T):
+    """Windows narrower than their rounded bound (trainer.fa4.seqlen_bound): the same attention."""
+    B = 4
+    q, k, v, grad = _inputs(B, T, 8, 4, 64, seed=T)
+    starts = sorted({*range(0, B * T, T), T // 3, 2 * T + 5})
+    cu = torch.tensor(starts + [B * T], dtype=torch.int32, device="cuda")
+
+    def packed(q, k, v):
+        flat = [t.flatten(0, 1) for t in (q, k, v)]
+        return fa4_attention(*flat, cu_seqlens=cu, max_seqlen=T).view_as(q)
+
+    ours = _outputs(packed, q, k, v, grad)
+    bf16 = _outputs(lambda *t: _documents(*t, starts), q, k, v, grad)
+    exact = _outputs(lambda *t: _documents(*t, starts), q.double(), k.double(), v.double(), grad.double())
+    _check(ours, bf16, exact)
+
+
 def test_compiled_graph_keeps_the_op_and_matches_eager():
     q, k, v, grad = _inputs(2, 512, 8, 4, 64, seed=9)
 
