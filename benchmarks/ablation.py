@@ -12,9 +12,10 @@ as the preset has them: TECHNIQUES below), `frontier+X` for a technique X not in
 `record_script`: the script of --record-script run by `benchmarks.record_script` on shards made
 once in WORK/data, with --record-env's settings and then --record-set's (for what this run's
 length changes: the record's EMA decay, 0.9965, is tuned for ~4,550 steps and leaves about half
-the average at the initial weights after 200; pgolf rescales its own, `scaled_ema_decay`). Every other arm is `benchmarks.user_path` (data, train, package, audit) in
-WORK/ARM. At most --gpus arms run at once, each seeing one GPU (CUDA_VISIBLE_DEVICES); an arm's
-output is WORK/ARM.log.
+the average at the initial weights after 200; pgolf rescales its own, `scaled_ema_decay`).
+Every other arm is `benchmarks.user_path` (data, train, package, audit) in WORK/ARM. At most
+--gpus arms run at once, each seeing one GPU (CUDA_VISIBLE_DEVICES); an arm's output is
+WORK/ARM.log.
 
 `table` prints, and writes to WORK/table.md, one row per arm: steps, ms/step, val_bpb before
 quantization, quantized, sliding window and after TTT, bytes, evaluation seconds, and the TTT

@@ -51,6 +51,9 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--val-shard", type=Path, help="count this stream's work and exit")
     args = parser.parse_args()
+    bad = [s for s in args.set if "=" not in s]
+    if bad:
+        raise SystemExit(f"--set takes NAME=VALUE, got {bad[0]!r}")
     if args.val_shard is not None:
         count_shard(args.val_shard, dict(s.split("=", 1) for s in args.set))
         return
@@ -114,9 +117,13 @@ def group_work(tokens, cfg, phase_docs: int) -> list[tuple[int, int]]:
 def count_shard(path: Path, settings: dict[str, str]) -> None:
     from trainer.config import load_config
     from trainer.data import load_validation_tokens
+    from trainer.errors import TrainerError
     if not path.is_file():
         raise SystemExit(f"no validation shard at {path}")
-    cfg = load_config(env={}, overrides={"PRESET": "frontier", "TTT_MODE": "lora", **settings})
+    try:
+        cfg = load_config(env={}, overrides={"PRESET": "frontier", "TTT_MODE": "lora", **settings})
+    except TrainerError as error:
+        raise SystemExit(str(error)) from None
     tokens = load_validation_tokens([path], cfg.eval_seq_len).long()  # cut as the trainer cuts it
     print(f"tokens:{tokens.numel():,} eval_seq_len:{cfg.eval_seq_len} "
           f"chunk:{cfg.ttt_lora_chunk_tokens} batch_docs:{cfg.ttt_lora_batch_docs}")
