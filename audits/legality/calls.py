@@ -11,7 +11,8 @@ import libcst as cst
 from audits.legality import apis, operators, shapes
 from audits.legality.program import ClassInfo, Function
 from audits.legality.values import (
-    BLOB, EMPTY, GEN, GRAD, HASH, HOOK, LOADED, LOSSFN, MODEL, NORM, OPTIM, PROB, STAT, TARGET, Event,
+    BLOB, EMPTY, GEN, GRAD, HASH, HOOK, LOADED, LOSSFN, MODEL, NORM, OPTIM, PROB, STAT, TARGET, TRAIN,
+    Event,
     Taint, data_roots, has_data, keyed, kinds, loss_data, objref, substitute,
 )
 
@@ -272,6 +273,10 @@ def method_call(w, node: cst.Call, func: cst.Attribute, args: list[Arg]) -> Tain
         return receiver | union | {STAT}
     if name in apis.MUTATORS:
         root = _root(receiver_node)
+        if isinstance(receiver_node, cst.Attribute) and receiver_node.attr.value in w.p.buffers:
+            # Written into a buffer the model's state dict keeps: stored in the artifact with the
+            # weights, the legal home of tables built from training data.
+            union = union - {TRAIN}
         if GRAD in union:  # `p.add_(p.grad, alpha=-lr)`
             if kinds(receiver, "state"):
                 w.emit(Event("update", site, loss_data(union | w.grad), _state(receiver) | {OPTIM}))

@@ -11,6 +11,7 @@ path.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import libcst as cst
 
@@ -70,6 +71,8 @@ class Program:
     by_key: dict[str, Function] = dataclasses.field(default_factory=dict)
     # per script: module-level names bound to a literal (`_B = True`, as minifiers hoist them)
     constants: dict[str, dict[str, cst.BaseExpression]] = dataclasses.field(default_factory=dict)
+    # attribute names registered as buffers a module's state dict keeps (not `persistent=False`)
+    buffers: frozenset[str] = frozenset()
 
     def literal(self, script: str, node: cst.BaseExpression) -> cst.BaseExpression:
         """`node`, or the literal a module-level name stands for."""
@@ -120,7 +123,17 @@ def build(scripts: dict[str, ParsedScript]) -> Program:
         for stmt in parsed.module.body:
             _collect(program, parsed, stmt, root, None, table)
     _classify_classes(program)
+    program.buffers = frozenset(name for parsed in scripts.values() for name in _buffers(parsed.source))
     return program
+
+
+_BUFFER = re.compile(r"\bregister_buffer\(\s*(['\"])(\w+)\1([^\n]*)")
+
+
+def _buffers(source: str) -> set[str]:
+    """`self.register_buffer("name", ...)` on one line, unless it says `persistent=False`."""
+    return {m.group(2) for m in _BUFFER.finditer(source)
+            if not re.search(r"persistent\s*=\s*False", m.group(3))}
 
 
 def _collect(program: Program, parsed: ParsedScript, stmt: cst.CSTNode,

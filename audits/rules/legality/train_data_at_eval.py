@@ -35,9 +35,11 @@ def train_data_at_eval(sub, options):
 
     Illegal: an eval function that loads `fineweb_train_*` shards to pre-fill an n-gram cache.
 
-    Legal: tables built from training data during training and stored in the artifact.
+    Legal: tables built from training data during training and stored in the artifact, saved
+    into it or copied into a buffer the model registers (its state dict carries it).
 
     Known limits: a table saved to the artifact file and loaded back is not connected to the
-    training data it came from (that is the legal path).
+    training data it came from (that is the legal path). A registered buffer counts as stored
+    whenever it is written, also when filled during evaluation after the export.
     """
     yield from findings(sub, "TRAIN_DATA_AT_EVAL")
