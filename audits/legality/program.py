@@ -127,13 +127,22 @@ def build(scripts: dict[str, ParsedScript]) -> Program:
     return program
 
 
-_BUFFER = re.compile(r"\bregister_buffer\(\s*(['\"])(\w+)\1([^\n]*)")
+_BUFFER = re.compile(r"\bregister_buffer\(\s*(['\"])(\w+)\1")
+_CALL_LIMIT = 2_000  # characters of one call's arguments read for `persistent=False`
 
 
 def _buffers(source: str) -> set[str]:
-    """`self.register_buffer("name", ...)` on one line, unless it says `persistent=False`."""
-    return {m.group(2) for m in _BUFFER.finditer(source)
-            if not re.search(r"persistent\s*=\s*False", m.group(3))}
+    """The names of `self.register_buffer("name", ...)` calls, unless the call, to its closing
+    bracket, says `persistent=False`."""
+    names = set()
+    for m in _BUFFER.finditer(source):
+        depth, end = 1, m.end()
+        while depth and end < min(len(source), m.end() + _CALL_LIMIT):
+            depth += {"(": 1, ")": -1}.get(source[end], 0)
+            end += 1
+        if not re.search(r"persistent\s*=\s*False", source[m.end():end]):
+            names.add(m.group(2))
+    return names
 
 
 def _collect(program: Program, parsed: ParsedScript, stmt: cst.CSTNode,
