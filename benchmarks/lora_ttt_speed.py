@@ -54,8 +54,9 @@ def main() -> None:
     bad = [s for s in args.set if "=" not in s]
     if bad:
         raise SystemExit(f"--set takes NAME=VALUE, got {bad[0]!r}")
+    settings = dict(s.split("=", 1) for s in args.set)
     if args.val_shard is not None:
-        count_shard(args.val_shard, dict(s.split("=", 1) for s in args.set))
+        count_shard(args.val_shard, settings)
         return
     import torch
 
@@ -63,7 +64,7 @@ def main() -> None:
     from trainer.doc_ttt import eval_doc_ttt
     from trainer.model import build_model
 
-    overrides = {"PRESET": "frontier", **LORA_1953, **dict(s.split("=", 1) for s in args.set)}
+    overrides = {"PRESET": "frontier", **LORA_1953, **settings}
     cfg = load_config(env={}, overrides=overrides)
     device = torch.device("cuda")
     model, attention = build_model(cfg, device)
