@@ -176,8 +176,6 @@ def arm_commands(args) -> dict[str, list[str]]:
         raise SystemExit(f"the {RECORD_SCRIPT} arm needs --record-script")
     jobs = {}
     common = ["--seconds", f"{args.seconds:g}"]
-    val = ["--num-val-docs", str(args.num_val_docs)] if args.num_val_docs is not None else []
-    caseops = ["--caseops"] if args.caseops else []
     for arm in args.arms:
         if arm == RECORD_SCRIPT:
             jobs[arm] = [sys.executable, "-m", "benchmarks.record_script", str(args.record_script),
@@ -189,8 +187,14 @@ def arm_commands(args) -> dict[str, list[str]]:
         settings = [a for name, value in arm_settings(arm).items() for a in ("--set", f"{name}={value}")]
         jobs[arm] = [sys.executable, "-m", "benchmarks.user_path", "--docs", str(args.docs),
                      "--tokenizer", str(args.tokenizer), "--work", str(args.work / arm), *common,
-                     *val, *caseops, *settings]
+                     *data_options(args), *settings]
     return jobs
+
+
+def data_options(args) -> list[str]:
+    """The data options pgolf's arms and the record script's shards are both made with."""
+    val = ["--num-val-docs", str(args.num_val_docs)] if args.num_val_docs is not None else []
+    return val + (["--caseops"] if args.caseops else [])
 
 
 def run(args) -> None:
@@ -203,7 +207,7 @@ def run(args) -> None:
     if RECORD_SCRIPT in jobs:
         shards = subprocess.run([sys.executable, "-m", "pgolf_cli", "data", "shards", str(args.docs),
                                  "--tokenizer", str(args.tokenizer), "--out-dir", str(args.work / "data"),
-                                 *val, *caseops])
+                                 *data_options(args)])
         if shards.returncode != 0:
             raise SystemExit(f"pgolf data shards exited {shards.returncode}")
     codes = run_arms(jobs, args.gpus, args.work)  # which wrote WORK/table.md as the arms ended

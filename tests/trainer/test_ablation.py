@@ -13,6 +13,7 @@ import pytest
 
 from benchmarks import ablation, record_script
 from trainer.config import PRESETS, load_config
+from trainer_support import SAMPLE_DOCS, SAMPLE_TOKENIZER
 
 RECORD_LOG = """\
 stopping_early: wallclock_cap train_time: 172031ms step: 251/20000
@@ -163,3 +164,22 @@ def test_the_record_script_gets_its_env_file_then_the_record_settings(tmp_path):
     assert script[script.index("--env-file") + 2:] == ["--set", "EMA_DECAY=0.921",
                                                        "--set", "TTT_LORA_RANK=64"]
     assert "EMA_DECAY=0.921" not in jobs["record"]  # pgolf's arms rescale their own
+
+
+def test_a_record_script_arm_runs_on_shards_made_with_the_data_options(tmp_path, capfd):
+    """The run end to end with a stand-in record script: the shards it reads are made first,
+    with --num-val-docs; its log becomes the table's row."""
+    script = tmp_path / "train_gpt.py"
+    script.write_text(
+        "import os, pathlib\n"
+        "data = pathlib.Path(os.environ['DATA_PATH'])\n"
+        "assert sorted(p.name for p in data.glob('fineweb_val_*.bin')) == ['fineweb_val_000000.bin']\n"
+        f"print({RECORD_LOG!r})\n")
+    work = tmp_path / "work"
+    ablation.main(["run", "record_script", "--docs", str(SAMPLE_DOCS), "--tokenizer",
+                   str(SAMPLE_TOKENIZER), "--work", str(work), "--record-script", str(script),
+                   "--num-val-docs", "3"])
+    summary = json.loads((work / "record_script" / "record_script.json").read_text())
+    assert summary["exit_code"] == 0 and summary["steps"] == 251
+    assert "val: 3 docs" in capfd.readouterr().out  # pgolf data shards, a subprocess
+    assert (work / "table.md").read_text().splitlines()[2].startswith("| record_script | 251 |")
