@@ -63,12 +63,22 @@ class Rotary(nn.Module):
         self.register_buffer("cos", cos, persistent=False)
         self.register_buffer("sin", sin, persistent=False)
 
-    def forward(self, seq_len: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, seq_len: int, device: torch.device,
+                any_width: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """The tables for `seq_len` positions. `any_width`: from the formula at every width, with
+        no branch on it, for a pass compiled once for windows of every width (LoRA TTT's): the
+        branch would split its graph in two, each a compile of the whole model."""
+        if any_width:
+            return self._stretched(seq_len, torch.sym_max(seq_len, self.train_seq_len), device)
         if seq_len <= self.train_seq_len:
             return self.cos[:, :seq_len], self.sin[:, :seq_len]
-        # Longer than training: stretch the base (NTK-aware scaling), as the records' Rotary.
+        return self._stretched(seq_len, seq_len, device)
+
+    def _stretched(self, seq_len, span, device) -> tuple[torch.Tensor, torch.Tensor]:
+        """Tables with the base stretched for `span` positions (NTK-aware scaling, as the records'
+        Rotary past the training length); unstretched where span is train_seq_len."""
         rd = self.rope_dims
-        base = self.base * (seq_len / self.train_seq_len) ** (rd / (rd - 2)) if rd > 2 else self.base
+        base = self.base * (span / self.train_seq_len) ** (rd / (rd - 2)) if rd > 2 else self.base
         inv_freq = 1.0 / base ** (torch.arange(0, rd, 2, dtype=torch.float32, device=device) / rd)
         return rope_tables(seq_len, inv_freq)
 
@@ -292,7 +302,8 @@ class GPT(nn.Module):
         x0 = x
         # Tables in the stream's dtype (q's and k's), as the records: fp32 tables would make the
         # rotation of every q and k element an fp32 round trip in both passes.
-        rope = tuple(t.to(x.dtype) for t in self.rotary(input_ids.size(1), input_ids.device))
+        rope = tuple(t.to(x.dtype) for t in self.rotary(input_ids.size(1), input_ids.device,
+                                                           any_width=adapters is not None))
         encoder, decoder = ((self.encoder_indices, self.decoder_indices) if self.looping_active
                             else self.plain_indices)
         segments = document_segments(input_ids, self.attn_backend) if self.doc_mask else None
@@ -319,7 +330,11 @@ class GPT(nn.Module):
                                             self.lane_resid[i], self.lane_post[i])
         if lanes is not None:
             x = 0.5 * (lanes[0] + lanes[1])
-        x = self.final_norm(x[:, -last:] if last else x)
+        if last:
+            # A copy, not the view x[:, -last:]: the view is contiguous only where last is the
+            # window's width (a document's first chunk), and a compiled graph splits on that.
+            x = x.index_select(1, torch.arange(x.size(1) - last, x.size(1), device=x.device))
+        x = self.final_norm(x)
         head = self.tok_emb.weight if self.lm_head is None else self.lm_head.weight
         logits = F.linear(x, head.to(x.dtype))
         return logits if adapters is None else logits + adapters.head(x)

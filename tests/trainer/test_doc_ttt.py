@@ -191,3 +191,31 @@ def test_two_ranks_agree_with_one(tmp_path):
         assert r_phased == pytest.approx(phased, rel=1e-4)  # the phases move it by 9e-3
         assert r_emb_sum == pytest.approx(emb_sum, rel=1e-5)
     assert results[0] == results[1]  # every rank reports the same all-reduced figures
+
+
+def test_the_compiled_adapter_pass_is_one_graph_for_every_width():
+    """LoRA TTT's pass is compiled with dynamic shapes, each graph a compile of the whole model
+    (minutes on the GPU): windows of every width, the first as wide as its chunk and the last
+    past the rotary training length, document-masked, must all take the first graph."""
+    cfg = load_config(env={}, overrides={"PRESET": "tiny", "ROPE_TRAIN_SEQ_LEN": "32",
+                                         "DOC_MASK": "1"})
+    torch.manual_seed(0)
+    model = GPT(cfg)
+    model.looping_active = True
+    graphs = []
+
+    def count(graph, inputs):
+        graphs.append(graph)
+        return graph.forward
+    logits_fn = torch.compile(model.forward_logits, dynamic=True, fullgraph=True, backend=count)
+    tokens = _tokens(n=200, doc_every=90)
+    docs = doc_ttt.documents(tokens)
+    assert [hi - lo for lo, hi in docs] == [90, 10, 80, 19]
+    for p in model.parameters():
+        p.requires_grad_(False)
+    adapters = DocAdapters(model, 2, 4, tokens.device)
+    tally = sliding.Tally.zeros(tokens.device)
+    for batch in (docs[:2], docs[2:]):
+        doc_ttt.adapt_batch(model, adapters, tokens, batch, tally, _ones, seq_len=64, chunk=8,
+                            lr=1e-2, logits_fn=logits_fn)
+    assert int(tally.tokens) == 199 and len(graphs) == 1

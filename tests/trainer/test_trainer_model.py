@@ -188,6 +188,14 @@ def test_rotary_tables_are_built_once_and_stretched_past_the_training_length():
     assert "rotary.cos" not in GPT(TINY).state_dict()  # tables are rebuilt, never saved
 
 
+@pytest.mark.parametrize("width", [1, 48, 64, 100, 128])
+def test_rotary_tables_for_any_width_are_the_tables(width):
+    rotary = Rotary(rope_dims=16, base=10000.0, train_seq_len=64)
+    formula = rotary(width, torch.device("cpu"), any_width=True)
+    for got, want in zip(formula, rotary(width, torch.device("cpu"))):
+        assert torch.equal(got, want)
+
+
 def test_partial_rope_rotates_only_its_dims_and_keeps_norms():
     x = torch.randn(1, 10, 2, 16)
     t = torch.arange(10.0)[:, None] * torch.tensor([1.0, 0.1])
