@@ -1,6 +1,6 @@
 """Time and memory of per-document LoRA TTT (TTT_MODE=lora) for one rank, on one GPU.
 
-    python -m benchmarks.lora_ttt_speed [--docs 6250] [--set NAME=VALUE ...]
+    python -m benchmarks.lora_ttt_speed [--docs 6250] [--compile] [--set NAME=VALUE ...]
     python -m benchmarks.lora_ttt_speed --val-shard fineweb_val_000000.bin [--set NAME=VALUE ...]
 
 The record model at the frontier preset with PR #1953's LoRA TTT settings (loops on, its
@@ -11,7 +11,8 @@ sigma 1.0, a long tail). 6,250 documents are one rank's share of the 8-GPU evalu
 TTT_PHASE_DOCS is scaled by the same share, so the SGD phases train on as many positions per
 rank as the real run's. It prints the work of the adapter pass (rows x window width summed over
 its steps, padding included), then runs the pass twice (the first compiles the attention kernels
-of each window width), each time with its seconds, window tokens per second and peak GPU memory.
+of each window width, and with --compile the pass's graph, as the trainer's evaluation does when
+COMPILE is on), each time with its seconds, window tokens per second and peak GPU memory.
 The 8-GPU evaluation takes about as long as its 6,250-document share (ranks work in parallel;
 the SGD phases' all-reduces are left out here); any other stream's time follows from its work.
 
@@ -45,12 +46,14 @@ def synthetic_stream(docs: int, seed: int = 0):
     return tokens, lengths
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=FINEWEB_DOCS // RANKS)
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--val-shard", type=Path, help="count this stream's work and exit")
-    args = parser.parse_args()
+    parser.add_argument("--compile", action="store_true",
+                        help="the compiled pass (trainer.scoring.LORA_TTT_COMPILE), not eager")
+    args = parser.parse_args(argv)
     bad = [s for s in args.set if "=" not in s]
     if bad:
         raise SystemExit(f"--set takes NAME=VALUE, got {bad[0]!r}")
@@ -59,10 +62,13 @@ def main() -> None:
         count_shard(args.val_shard, settings)
         return
     import torch
+    if not torch.cuda.is_available():
+        raise SystemExit("the timed pass needs a CUDA GPU; --val-shard counts a stream's work on the CPU")
 
     from trainer.config import load_config
     from trainer.doc_ttt import eval_doc_ttt
     from trainer.model import build_model
+    from trainer.scoring import LORA_TTT_COMPILE
 
     overrides = {"PRESET": "frontier", **LORA_1953, **settings}
     cfg = load_config(env={}, overrides=overrides)
@@ -72,13 +78,14 @@ def main() -> None:
     tokens, lengths = synthetic_stream(args.docs)
     tokens = tokens.to(device)
     phase_docs = cfg.ttt_phase_docs * args.docs // FINEWEB_DOCS
-    print(f"attention:{attention} docs:{args.docs} tokens:{tokens.numel():,} "
+    print(f"attention:{attention} compiled:{args.compile} docs:{args.docs} tokens:{tokens.numel():,} "
           f"mean_len:{lengths.float().mean():.0f} max_len:{int(lengths.max())} "
           f"phase_docs:{phase_docs} eval_seq_len:{cfg.eval_seq_len}", flush=True)
     sgd = dict(chunk_tokens=cfg.ttt_chunk_tokens, epochs=cfg.ttt_epochs, lr=cfg.ttt_lr,
                momentum=cfg.ttt_momentum, grad_clip=cfg.ttt_grad_clip, batch_seqs=cfg.ttt_batch_seqs)
     work = window_tokens(tokens.cpu(), cfg, phase_docs)
     print(f"window_tokens:{work:,} (rows x width summed over the adapter steps, padding included)")
+    logits_fn = torch.compile(model.forward_logits, **LORA_TTT_COMPILE) if args.compile else None
     state = {k: v.clone() for k, v in model.state_dict().items()}
     for run in ("first", "again"):  # the second pass has every kernel compiled
         model.load_state_dict(state)
@@ -89,7 +96,8 @@ def main() -> None:
                                seq_len=cfg.eval_seq_len, chunk=cfg.ttt_lora_chunk_tokens,
                                batch_docs=cfg.ttt_lora_batch_docs, lora_rank=cfg.ttt_lora_rank,
                                lr=cfg.ttt_lora_lr, phases=cfg.ttt_phases, phase_docs=phase_docs,
-                               sgd=sgd, log=lambda line: print(line, flush=True))
+                               sgd=sgd, log=lambda line: print(line, flush=True),
+                               logits_fn=logits_fn)
         torch.cuda.synchronize()
         seconds = time.perf_counter() - t0
         print(f"lora_ttt {run} seconds:{seconds:.1f} window_tokens_per_s:{work / seconds:,.0f} "

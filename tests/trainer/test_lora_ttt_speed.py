@@ -3,6 +3,7 @@ run: docs/benchmarks.md)."""
 
 import numpy as np
 import pytest
+import torch
 
 from benchmarks import lora_ttt_speed
 from trainer.shards import BOS_ID, write_shard
@@ -28,3 +29,9 @@ def test_the_work_of_a_shard_per_group_as_the_trainer_cuts_it(tmp_path, capsys):
 def test_a_missing_shard_is_one_line(tmp_path):
     with pytest.raises(SystemExit, match=r"^no validation shard at "):
         lora_ttt_speed.count_shard(tmp_path / "val.bin", SMALL)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the message is for machines without one")
+def test_the_timed_pass_without_a_gpu_is_one_line():
+    with pytest.raises(SystemExit, match=r"^the timed pass needs a CUDA GPU; --val-shard counts"):
+        lora_ttt_speed.main(["--compile", "--docs", "4"])
