@@ -1,6 +1,6 @@
 """Time and memory of per-document LoRA TTT (TTT_MODE=lora) for one rank, on one GPU.
 
-    python -m benchmarks.lora_ttt_speed [--docs 6250] [--compile] [--set NAME=VALUE ...]
+    python -m benchmarks.lora_ttt_speed [--docs 6250] [--compile | --count-only] [--set NAME=VALUE ...]
     python -m benchmarks.lora_ttt_speed --val-shard fineweb_val_000000.bin [--set NAME=VALUE ...]
 
 The record model at the frontier preset with PR #1953's LoRA TTT settings (loops on, its
@@ -10,7 +10,7 @@ log-normal of mean 957 tokens (FineWeb's validation set: 47.85 M tokens in 50,00
 sigma 1.0, a long tail). 6,250 documents are one rank's share of the 8-GPU evaluation;
 TTT_PHASE_DOCS is scaled by the same share, so the SGD phases train on as many positions per
 rank as the real run's. It prints the work of the adapter pass (rows x window width summed over
-its steps, padding included), then runs the pass twice (the first compiles the attention kernels
+its steps, padding included; --count-only stops there, on the CPU), then runs the pass twice (the first compiles the attention kernels
 of each window width, and with --compile the pass's graph, as the trainer's evaluation does when
 COMPILE is on), each time with its seconds, window tokens per second and peak GPU memory.
 The 8-GPU evaluation takes about as long as its 6,250-document share (ranks work in parallel;
@@ -53,6 +53,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--val-shard", type=Path, help="count this stream's work and exit")
     parser.add_argument("--compile", action="store_true",
                         help="the compiled pass (trainer.scoring.LORA_TTT_COMPILE), not eager")
+    parser.add_argument("--count-only", action="store_true",
+                        help="print the synthetic stream's work and exit (CPU)")
     args = parser.parse_args(argv)
     bad = [s for s in args.set if "=" not in s]
     if bad:
@@ -62,29 +64,35 @@ def main(argv: list[str] | None = None) -> None:
         count_shard(args.val_shard, settings)
         return
     import torch
-    if not torch.cuda.is_available():
-        raise SystemExit("the timed pass needs a CUDA GPU; --val-shard counts a stream's work on the CPU")
 
     from trainer.config import load_config
     from trainer.doc_ttt import eval_doc_ttt
+    from trainer.errors import TrainerError
     from trainer.model import build_model
     from trainer.scoring import LORA_TTT_COMPILE
 
-    overrides = {"PRESET": "frontier", **LORA_1953, **settings}
-    cfg = load_config(env={}, overrides=overrides)
+    try:
+        cfg = load_config(env={}, overrides={"PRESET": "frontier", **LORA_1953, **settings})
+    except TrainerError as error:
+        raise SystemExit(str(error)) from None
+    tokens, lengths = synthetic_stream(args.docs)
+    phase_docs = cfg.ttt_phase_docs * args.docs // FINEWEB_DOCS
+    print(f"docs:{args.docs} tokens:{tokens.numel():,} mean_len:{lengths.float().mean():.0f} "
+          f"max_len:{int(lengths.max())} phase_docs:{phase_docs} eval_seq_len:{cfg.eval_seq_len} "
+          f"batch_docs:{cfg.ttt_lora_batch_docs}", flush=True)
+    work = window_tokens(tokens, cfg, phase_docs)
+    print(f"window_tokens:{work:,} (rows x width summed over the adapter steps, padding included)")
+    if args.count_only:
+        return
+    if not torch.cuda.is_available():
+        raise SystemExit("the timed pass needs a CUDA GPU; --count-only counts its work on the CPU")
     device = torch.device("cuda")
     model, attention = build_model(cfg, device)
     model.looping_active = True
-    tokens, lengths = synthetic_stream(args.docs)
     tokens = tokens.to(device)
-    phase_docs = cfg.ttt_phase_docs * args.docs // FINEWEB_DOCS
-    print(f"attention:{attention} compiled:{args.compile} docs:{args.docs} tokens:{tokens.numel():,} "
-          f"mean_len:{lengths.float().mean():.0f} max_len:{int(lengths.max())} "
-          f"phase_docs:{phase_docs} eval_seq_len:{cfg.eval_seq_len}", flush=True)
+    print(f"attention:{attention} compiled:{args.compile}", flush=True)
     sgd = dict(chunk_tokens=cfg.ttt_chunk_tokens, epochs=cfg.ttt_epochs, lr=cfg.ttt_lr,
                momentum=cfg.ttt_momentum, grad_clip=cfg.ttt_grad_clip, batch_seqs=cfg.ttt_batch_seqs)
-    work = window_tokens(tokens.cpu(), cfg, phase_docs)
-    print(f"window_tokens:{work:,} (rows x width summed over the adapter steps, padding included)")
     logits_fn = torch.compile(model.forward_logits, **LORA_TTT_COMPILE) if args.compile else None
     state = {k: v.clone() for k, v in model.state_dict().items()}
     for run in ("first", "again"):  # the second pass has every kernel compiled

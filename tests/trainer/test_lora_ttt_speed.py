@@ -31,7 +31,33 @@ def test_a_missing_shard_is_one_line(tmp_path):
         lora_ttt_speed.count_shard(tmp_path / "val.bin", SMALL)
 
 
+def _counted(capsys, argv):
+    lora_ttt_speed.main(["--docs", "40", "--count-only", *argv])
+    stream, work = capsys.readouterr().out.splitlines()
+    assert stream.startswith("docs:40 tokens:")
+    return int(work.split()[0].removeprefix("window_tokens:").replace(",", ""))
+
+
+def test_the_synthetic_streams_work_counted_on_the_cpu(capsys):
+    # One document to a batch: no padding, each document's windows alone: chunks of 48 tokens,
+    # each window its document's tokens up to the chunk's end, at most 2,560.
+    _, lengths = lora_ttt_speed.synthetic_stream(40)
+    alone = sum(min(2560, c + 48) for n in lengths.tolist() for c in range(0, n, 48))
+    assert _counted(capsys, ["--set", "TTT_LORA_BATCH_DOCS=1"]) == alone
+    assert _counted(capsys, ["--set", "TTT_LORA_BATCH_DOCS=8"]) > alone  # rows padded to the longest
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--set", "NO_SUCH_SETTING=1", "--count-only"], r"NO_SUCH_SETTING"),
+    (["--set", "BATCH"], r"^--set takes NAME=VALUE, got 'BATCH'$"),
+])
+def test_bad_settings_are_one_line(argv, message):
+    with pytest.raises(SystemExit, match=message):
+        lora_ttt_speed.main(argv)
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the message is for machines without one")
-def test_the_timed_pass_without_a_gpu_is_one_line():
-    with pytest.raises(SystemExit, match=r"^the timed pass needs a CUDA GPU; --val-shard counts"):
+def test_the_timed_pass_without_a_gpu_is_one_line(capsys):
+    with pytest.raises(SystemExit, match=r"^the timed pass needs a CUDA GPU; --count-only counts"):
         lora_ttt_speed.main(["--compile", "--docs", "4"])
+    assert capsys.readouterr().out.startswith("docs:4 ")  # the work, counted before it stops
