@@ -15,7 +15,8 @@ length changes: the record's EMA decay, 0.9965, is tuned for ~4,550 steps and le
 the average at the initial weights after 200; pgolf rescales its own, `scaled_ema_decay`).
 Every other arm is `benchmarks.user_path` (data, train, package, audit) in WORK/ARM. At most
 --gpus arms run at once, each seeing one GPU (CUDA_VISIBLE_DEVICES); an arm's output is
-WORK/ARM.log.
+WORK/ARM.log. A run refuses to start on GPUs where nvidia-smi lists a process already: its
+timings would be another process's too.
 
 `table` prints, and writes to WORK/table.md, one row per arm: steps, ms/step, val_bpb before
 quantization, quantized, sliding window and after TTT, bytes, evaluation seconds, and the TTT
@@ -197,12 +198,32 @@ def data_options(args) -> list[str]:
     return val + (["--caseops"] if args.caseops else [])
 
 
+def gpu_processes(gpus) -> dict[int, list[str]]:
+    """The compute processes on each of these GPUs that has any, as nvidia-smi lists them; none
+    where nvidia-smi is missing (a machine without GPUs)."""
+    busy = {}
+    for gpu in gpus:
+        try:
+            found = subprocess.run(["nvidia-smi", "--query-compute-apps=pid", "--format=csv,noheader",
+                                    f"--id={gpu}"], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return {}
+        if found.returncode == 0 and found.stdout.split():
+            busy[gpu] = found.stdout.split()
+    return busy
+
+
 def run(args) -> None:
     if args.work.exists() and any(args.work.iterdir()):
         raise SystemExit(f"{args.work} is not empty; give a new folder")
     if args.gpus < 1:
         raise SystemExit(f"--gpus must be at least 1, got {args.gpus}")
     jobs = arm_commands(args)  # before anything runs
+    busy = gpu_processes(range(args.gpus))
+    if busy:
+        gpu, pids = next(iter(busy.items()))
+        raise SystemExit(f"GPU {gpu} is in use (process {', '.join(pids)}): an arm beside it would "
+                         "time the sharing; wait for it to end")
     args.work.mkdir(parents=True, exist_ok=True)
     if RECORD_SCRIPT in jobs:
         shards = subprocess.run([sys.executable, "-m", "pgolf_cli", "data", "shards", str(args.docs),

@@ -166,9 +166,10 @@ def test_the_record_script_gets_its_env_file_then_the_record_settings(tmp_path):
     assert "EMA_DECAY=0.921" not in jobs["record"]  # pgolf's arms rescale their own
 
 
-def test_a_record_script_arm_runs_on_shards_made_with_the_data_options(tmp_path, capfd):
+def test_a_record_script_arm_runs_on_shards_made_with_the_data_options(tmp_path, capfd, monkeypatch):
     """The run end to end with a stand-in record script: the shards it reads are made first,
     with --num-val-docs; its log becomes the table's row."""
+    _nvidia_smi(tmp_path, monkeypatch, {})  # whatever this machine's GPUs are doing
     script = tmp_path / "train_gpt.py"
     script.write_text(
         "import os, pathlib\n"
@@ -183,3 +184,30 @@ def test_a_record_script_arm_runs_on_shards_made_with_the_data_options(tmp_path,
     assert summary["exit_code"] == 0 and summary["steps"] == 251
     assert "val: 3 docs" in capfd.readouterr().out  # pgolf data shards, a subprocess
     assert (work / "table.md").read_text().splitlines()[2].startswith("| record_script | 251 |")
+
+
+def _nvidia_smi(tmp_path, monkeypatch, busy: dict[int, str]):
+    """An nvidia-smi on PATH that lists process `busy[N]` for --id=N, as the real one does."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    tool = bin_dir / "nvidia-smi"
+    tool.write_text("#!/bin/sh\nfor a in \"$@\"; do case $a in\n"
+                    + "".join(f"  --id={gpu}) echo {pid} ;;\n" for gpu, pid in busy.items())
+                    + "esac; done\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+
+def test_a_run_refuses_gpus_another_process_is_on(tmp_path, monkeypatch):
+    _nvidia_smi(tmp_path, monkeypatch, {1: "4242"})
+    assert ablation.gpu_processes(range(1)) == {}
+    work = tmp_path / "work"
+    with pytest.raises(SystemExit, match=r"^GPU 1 is in use \(process 4242\): an arm beside it"):
+        ablation.main(["run", "record", "--docs", "d.jsonl", "--tokenizer", "t.model", "--work",
+                       str(work), "--gpus", "2"])
+    assert not work.exists()
+
+
+def test_without_nvidia_smi_no_gpu_is_busy(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nvidia-smi here
+    assert ablation.gpu_processes(range(4)) == {}
