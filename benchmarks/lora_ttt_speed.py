@@ -10,9 +10,10 @@ log-normal of mean 957 tokens (FineWeb's validation set: 47.85 M tokens in 50,00
 sigma 1.0, a long tail). 6,250 documents are one rank's share of the 8-GPU evaluation;
 TTT_PHASE_DOCS is scaled by the same share, so the SGD phases train on as many positions per
 rank as the real run's. It prints the work of the adapter pass (rows x window width summed over
-its steps, padding included; --count-only stops there, on the CPU), then runs the pass twice (the first compiles the attention kernels
-of each window width, and with --compile the pass's graph, as the trainer's evaluation does when
-COMPILE is on), each time with its seconds, window tokens per second and peak GPU memory.
+its steps, padding included; --count-only stops there, on the CPU), then runs the pass twice
+(the first compiles the attention kernels of each window width, and with --compile the pass's
+graph, as the trainer's evaluation does when COMPILE is on), each time with its seconds, window
+tokens per second and peak GPU memory.
 The 8-GPU evaluation takes about as long as its 6,250-document share (ranks work in parallel;
 the SGD phases' all-reduces are left out here); any other stream's time follows from its work.
 
