@@ -51,7 +51,8 @@ EXTRAS = {
     "lanes": {"PARALLEL_LANES": "1", "PARALLEL_RESIDUAL_START": "8"},   # PR #1855
     "awq": {"AWQ_GROUPS": "1"},                                          # PR #1908
     "progressive": {"TRAIN_SEQ_SCHEDULE": "1024@0.1"},                   # PR #2014, at 2,048
-    "lora_ttt": {"TTT_MODE": "lora"},                                    # PRs #1855, #1953
+    # As #1855's evaluation: the TTT score and no sliding-window pass, whose time would count.
+    "lora_ttt": {"TTT_MODE": "lora", "SLIDING_WINDOW_ENABLED": "0"},    # PRs #1855, #1953
 }
 RECORD_SCRIPT = "record_script"
 

@@ -51,6 +51,8 @@ def test_arm_settings_and_unknown_arms():
     assert ablation.arm_settings("record+smear_gate") == {"SMEAR_GATE_ENABLED": "True"}
     assert ablation.arm_settings("frontier+lanes") == {
         "PRESET": "frontier", "PARALLEL_LANES": "1", "PARALLEL_RESIDUAL_START": "8"}
+    lora = load_config(env={}, overrides=ablation.arm_settings("frontier+lora_ttt"))
+    assert lora.ttt_mode == "lora" and lora.ttt_enabled and not lora.sliding_window_enabled
     with pytest.raises(SystemExit, match=r"unknown arm 'record\+lanes'; one of: record, frontier, "):
         ablation.arm_settings("record+lanes")
 
