@@ -480,7 +480,8 @@ class FunctionWalk:
                 self.cleared_grad = True
                 return
             self.a.store_field(target.attr.value, taint)
-            self.mutate(target.value, taint)
+            if not self.names_class(target.value):
+                self.mutate(target.value, taint)
         elif isinstance(target, cst.Subscript):
             index = EMPTY
             for element in target.slice:
@@ -490,6 +491,13 @@ class FunctionWalk:
             if span is not None:
                 index |= {span}
             self.mutate(target.value, taint | index, written=target)
+
+    def names_class(self, node: cst.BaseExpression) -> bool:
+        """`Hyperparameters` in `Hyperparameters.train_files = ...`: a class attribute set from
+        outside the class is the attribute's (its field), as one bound in the class body, not the
+        whole class's: otherwise every setting read from the class would carry a data path's split."""
+        return (isinstance(node, cst.Name) and node.value not in self.env
+                and isinstance(self.p.lookup(self.fn, node.value), ClassInfo))
 
     def mutate(self, obj: cst.BaseExpression, taint: Taint, written: cst.CSTNode | None = None) -> None:
         """`obj` now also holds `taint` (an append, `t[i] = v`, `self.x = v`, an in-place add)."""
