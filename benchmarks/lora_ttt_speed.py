@@ -66,16 +66,11 @@ def main(argv: list[str] | None = None) -> None:
         return
     import torch
 
-    from trainer.config import load_config
     from trainer.doc_ttt import eval_doc_ttt
-    from trainer.errors import TrainerError
     from trainer.model import build_model
     from trainer.scoring import LORA_TTT_COMPILE
 
-    try:
-        cfg = load_config(env={}, overrides={"PRESET": "frontier", **LORA_1953, **settings})
-    except TrainerError as error:
-        raise SystemExit(str(error)) from None
+    cfg = frontier_config({**LORA_1953, **settings})
     tokens, lengths = synthetic_stream(args.docs)
     phase_docs = cfg.ttt_phase_docs * args.docs // FINEWEB_DOCS
     print(f"docs:{args.docs} tokens:{tokens.numel():,} mean_len:{lengths.float().mean():.0f} "
@@ -132,16 +127,21 @@ def group_work(tokens, cfg, phase_docs: int) -> list[tuple[int, int]]:
     return groups
 
 
-def count_shard(path: Path, settings: dict[str, str]) -> None:
+def frontier_config(settings: dict[str, str]):
+    """The frontier preset with these settings; a bad name or value is one line."""
     from trainer.config import load_config
-    from trainer.data import load_validation_tokens
     from trainer.errors import TrainerError
-    if not path.is_file():
-        raise SystemExit(f"no validation shard at {path}")
     try:
-        cfg = load_config(env={}, overrides={"PRESET": "frontier", "TTT_MODE": "lora", **settings})
+        return load_config(env={}, overrides={"PRESET": "frontier", **settings})
     except TrainerError as error:
         raise SystemExit(str(error)) from None
+
+
+def count_shard(path: Path, settings: dict[str, str]) -> None:
+    from trainer.data import load_validation_tokens
+    if not path.is_file():
+        raise SystemExit(f"no validation shard at {path}")
+    cfg = frontier_config({"TTT_MODE": "lora", **settings})
     tokens = load_validation_tokens([path], cfg.eval_seq_len).long()  # cut as the trainer cuts it
     print(f"tokens:{tokens.numel():,} eval_seq_len:{cfg.eval_seq_len} "
           f"chunk:{cfg.ttt_lora_chunk_tokens} batch_docs:{cfg.ttt_lora_batch_docs}")

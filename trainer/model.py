@@ -74,7 +74,8 @@ class Rotary(nn.Module):
             return self.cos[:, :seq_len], self.sin[:, :seq_len]
         return self._stretched(seq_len, seq_len, device)
 
-    def _stretched(self, seq_len, span, device) -> tuple[torch.Tensor, torch.Tensor]:
+    def _stretched(self, seq_len: int, span: int, device: torch.device,
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
         """Tables with the base stretched for `span` positions (NTK-aware scaling, as the records'
         Rotary past the training length); unstretched where span is train_seq_len."""
         rd = self.rope_dims
@@ -301,7 +302,8 @@ class GPT(nn.Module):
         x = F.rms_norm(x, (x.size(-1),))
         x0 = x
         # Tables in the stream's dtype (q's and k's), as the records: fp32 tables would make the
-        # rotation of every q and k element an fp32 round trip in both passes.
+        # rotation of every q and k element an fp32 round trip in both passes. With adapters this
+        # is LoRA TTT's pass, compiled once for windows of every width (trainer/scoring.py).
         rope = tuple(t.to(x.dtype) for t in self.rotary(input_ids.size(1), input_ids.device,
                                                            any_width=adapters is not None))
         encoder, decoder = ((self.encoder_indices, self.decoder_indices) if self.looping_active

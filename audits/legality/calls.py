@@ -12,8 +12,7 @@ from audits.legality import apis, operators, shapes
 from audits.legality.program import ClassInfo, Function
 from audits.legality.values import (
     BLOB, EMPTY, GEN, GRAD, HASH, HOOK, LOADED, LOSSFN, MODEL, NORM, OPTIM, PROB, STAT, TARGET, TRAIN,
-    Event,
-    Taint, data_roots, has_data, keyed, kinds, loss_data, objref, substitute,
+    Event, Taint, data_roots, has_data, keyed, kinds, loss_data, objref, substitute,
 )
 
 _SILENT = {"print", "super", "setattr", "delattr", "vars", "locals", "globals", "exec", "eval",
