@@ -66,9 +66,9 @@ def _arg(args: list[Arg], position: int, keyword: str | None) -> Arg | None:
     return positional[position] if position < len(positional) else None
 
 
-def _mark_target(w, arg: Arg | None) -> None:
+def _mark_target(w, arg: Arg | None, of_loss: bool = False) -> None:
     """The expression passed as the targets of a loss or the index of a gather holds the tokens
-    being scored."""
+    being scored (a gather may also read a hint's probability: see FunctionWalk.loss_targets)."""
     if arg is None:
         return
     expr = shapes.strip_carriers(arg.node)
@@ -76,6 +76,8 @@ def _mark_target(w, arg: Arg | None) -> None:
         expr = shapes.strip_carriers(expr.value)
     if isinstance(expr, cst.Name):
         w.discovered.add(expr.value)
+        if of_loss:
+            w.loss_targets.add(expr.value)
 
 
 def _select(w, node, taint: Taint) -> Taint:
@@ -93,11 +95,11 @@ def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
     if name in apis.LOSS_CALLS:
         if name in apis.NORMALIZER_CALLS:
             w.normalizer(union)
-            if name.endswith("log1p") and args and w.fixed_boost(operators.tilt_excess(args[0].node)):
+            if name.endswith("log1p") and args and w.fixed_boost(operators.tilt_excess(args[0].node, w.boost_names)):
                 w.normalizer(frozenset({NORM}))  # log1p(p * (exp(beta) - 1)) is log Z
         target = apis.LOSS_CALLS[name]
         if target is not None:
-            _mark_target(w, _arg(args, *target))
+            _mark_target(w, _arg(args, *target), of_loss=True)
         return union | {("loss", site)}
     if name in apis.GATHER_CALLS:
         _mark_target(w, _arg(args, *apis.GATHER_CALLS[name]))
@@ -181,7 +183,7 @@ def _env_flag(w, args: list[Arg]) -> Taint:
 def _sink(w, node, api: str, taint: Taint) -> None:
     """Data written into the artifact: tokens, not scores or statistics. A model's weights
     written out are the artifact itself (an export): what runs after it runs at evaluation."""
-    if has_data(taint) and not (kinds(taint, "loss") or MODEL in taint or STAT in taint):
+    if operators.written_data(taint):
         w.emit(Event("sink", w.site(node), taint, detail=api))
     elif api in apis.SERIALIZE_CALLS and any(label[0] in ("obj", "objref", "state") for label in taint):
         w.emit(Event("export", w.site(node), detail=api))
@@ -251,7 +253,7 @@ def method_call(w, node: cst.Call, func: cst.Attribute, args: list[Arg]) -> Tain
     if name in apis.LOSS_METHODS:
         if name in apis.NORMALIZER_METHODS:
             w.normalizer(receiver | union)
-            if name == "log1p" and w.fixed_boost(operators.tilt_excess(receiver_node)):
+            if name == "log1p" and w.fixed_boost(operators.tilt_excess(receiver_node, w.boost_names)):
                 w.normalizer(frozenset({NORM}))  # (p * (exp(beta) - 1)).log1p() is log Z
         return receiver | union | {("loss", site)}
     if name in apis.PROB_METHODS:
@@ -355,7 +357,7 @@ def value_call(w, node: cst.Call, callee: Taint, args: list[Arg]) -> Taint:
                 result |= apply(w, node, method, args, receiver=callee)
                 resolved = True
     if LOSSFN in callee:
-        _mark_target(w, _arg(args, 1, "target"))
+        _mark_target(w, _arg(args, 1, "target"), of_loss=True)
         return union | {("loss", w.site(node))}
     if resolved and not any(label[0] == "obj" for label in callee):
         return result

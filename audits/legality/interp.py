@@ -88,6 +88,9 @@ class FunctionWalk:
         self.summary = Summary()
         self.target_nodes: set[int] = set()  # subscripts found to hold the tokens being scored
         self.target_names: set[str] = set()
+        # names passed as the targets of a loss: where one is compared with a name only gathered
+        # (`logp.gather(1, hint)`), that one reads a hint's probability, not the scored token's
+        self.loss_targets: set[str] = set()
         self._reset()
 
     def _reset(self) -> None:
@@ -107,6 +110,7 @@ class FunctionWalk:
         self.subsets: dict[str, str] = {}  # `jv = j[valid]`: a name holding some of another's items
         self.discovered: set[str] = set()  # names passed as the target of a loss or gather
         self.log_names: set[str] = set()  # names holding a normalizer (log Z), for tilts
+        self.boost_names: frozenset[str] = frozenset()  # names bound to a tilt's `expm1(b)`
         self.saw_norm = False  # the current statement divides by, or takes the log of, a normalizer
         self.tilts: list[cst.CSTNode] = []  # where, in the current statement, a tilt meets a probability
         self.saw_piece = False  # a tokenizer piece method was called (inside the current loop)
@@ -126,6 +130,9 @@ class FunctionWalk:
                 self.a.modules[self.rel] = self
             for i, name in enumerate(self.fn.params):
                 label = frozenset({("param", i)})
+                if i == 0 and name == "cls" and self.fn.cls is not None:
+                    # a classmethod's `cls(...)` makes its own class, not a call of an unknown model
+                    label |= {("cls", f"{self.fn.cls.script.rel}:{self.fn.cls.name}")}
                 self.env[name] = label | (frozenset({TARGET}) if name in self.target_names else EMPTY)
             self.block(self.fn.body, 0)
             nodes = self._targets_from_shapes()
@@ -272,6 +279,8 @@ class FunctionWalk:
                     self.bind(target.target, taint)
                 if self.saw_norm and isinstance(target.target, cst.Name):
                     self.log_names.add(target.target.value)
+                if isinstance(target.target, cst.Name) and operators.boost_factor(node.value):
+                    self.boost_names |= {target.target.value}
         elif isinstance(node, cst.AnnAssign):
             if node.value is not None:
                 taint = self.value(node.value)
@@ -674,10 +683,11 @@ class FunctionWalk:
             taint |= {STAT}
         elif isinstance(op, cst.Power) and kinds(right, "gate"):  # p ** (1 / n_bytes[target])
             taint = operators.as_bytes(taint)
-        if isinstance(op, (cst.Add, cst.Subtract)) and self.fixed_boost(operators.tilt_normalizer(node, self.code)):
+        if isinstance(op, (cst.Add, cst.Subtract)) and self.fixed_boost(operators.tilt_normalizer(node, self.code, self.boost_names)):
             taint |= {NORM}
         if isinstance(op, cst.Divide):
             self.normalizer(right)
+            taint -= operators.counted_gates(right, left)
             if operators.additive_smoothing(node) and has_data(left):
                 self.emit(Event("smoothing", self.site(node), taint))
         if isinstance(op, (cst.Multiply, cst.Add, cst.Subtract, cst.Divide)):
@@ -721,7 +731,8 @@ class FunctionWalk:
                 for target, other in ((left, right), (right, left)):
                     if operators.may_be_stored(target, other):
                         self.emit(Event("stored", self.site(node), other, target))
-                if operators.is_target_vs_hint(left, right) or operators.is_target_vs_hint(right, left):
+                if operators.is_target_vs_hint(left, right) or operators.is_target_vs_hint(right, left) \
+                        or self.loss_target_vs_gathered(node.left, comp.comparator):
                     taint |= {INDICATOR}
                 elif TARGET in left or TARGET in right:
                     taint |= {("gate", self.site(node), "compare")}
@@ -730,6 +741,14 @@ class FunctionWalk:
             if operators.picks_by_outcome(left | right):
                 taint |= {("select", self.site(node))}
         return taint
+
+    def loss_target_vs_gathered(self, left: cst.BaseExpression, right: cst.BaseExpression) -> bool:
+        """`targets == hint_ids` where `targets` is a loss's target and `hint_ids` only a gather's
+        index (the hint's probability read for a tilt's normalizer): the scored token against a
+        hint, not the scored token against itself."""
+        sides = [{n.value for n in syntax.name_nodes(side)} for side in (left, right)]
+        scored = [bool(names & self.loss_targets) for names in sides]
+        return scored[0] != scored[1] and all(names & self.target_names for names in sides)
 
     def v_ifexp(self, node: cst.IfExp) -> Taint:
         test = self.value(node.test)

@@ -84,7 +84,7 @@ def _event(e: Event, resolved: set[int]) -> list[Verdict]:
     if kind == "stored" and operators.is_stored(e.taint) and _val(e.state):
         unpacked = sorted((label[1] for label in kinds(e.taint, "unpacked")), key=_line)
         return [Verdict("PAID_PREFIX", "answers_read", FAIL, e.site, origin=unpacked[0] if unpacked else None)]
-    if kind == "sink" and _val(e.taint):
+    if kind == "sink" and _val(e.taint) and operators.written_data(e.taint):
         return [Verdict("PAID_PREFIX", "saved", FAIL, e.site, detail=e.detail)]
     if kind == "net":
         return [Verdict("NETWORK_AT_EVAL", "before_scoring", WARN, e.site, detail=e.detail)]

@@ -8,7 +8,7 @@ import re
 import libcst as cst
 
 from audits.legality.values import (
-    BLOB, EMPTY, GEN, INDICATOR, MODEL, PROB, TARGET, TRAIN, VAL, Taint, has_data, kinds,
+    BLOB, EMPTY, GEN, INDICATOR, MODEL, PROB, STAT, TARGET, TRAIN, VAL, Taint, has_data, kinds,
 )
 
 # Data files are named by split: fineweb_val_000000.bin, fineweb_train_*.bin, val.bin, ...
@@ -46,8 +46,9 @@ def as_bytes(taint: Taint) -> Taint:
 
 
 def is_target_vs_hint(target: Taint, hint: Taint) -> bool:
-    """`target == hint`: the realized token compared with a token predicted from context."""
-    return TARGET in target and TARGET not in hint and has_data(hint)
+    """`target == hint`: the realized token compared with a token predicted from context, or with
+    a parameter's value (a helper given the hints: only its callers know they are data)."""
+    return TARGET in target and TARGET not in hint and (has_data(hint) or bool(kinds(hint, "param")))
 
 
 def may_be_stored(target: Taint, other: Taint) -> bool:
@@ -55,6 +56,13 @@ def may_be_stored(target: Taint, other: Taint) -> bool:
     a compressed blob: the answers themselves, kept in the artifact (see is_stored)."""
     return TARGET in target and (BLOB in other or bool(kinds(other, "param"))) and not (
         {TARGET, MODEL, PROB} & other)
+
+
+def written_data(taint: Taint) -> bool:
+    """Data a serializer writes as data: tokens, not a score, a statistic or a model's weights.
+    Checked where the write is made and again where a helper's write turns out (at its call
+    site) to hold a score (`save_checkpoint(model, step, val_bpb)`)."""
+    return has_data(taint) and not (kinds(taint, "loss") or MODEL in taint or STAT in taint)
 
 
 def is_stored(other: Taint) -> bool:
@@ -71,6 +79,15 @@ def gated(left: Taint, right: Taint) -> Taint:
         if kinds(gate_side, "gate") and (PROB in other or INDICATOR in other):
             out |= {("gated", label[1]) for label in kinds(gate_side, "gate")}
     return frozenset(out)
+
+
+def counted_gates(divisor: Taint, dividend: Taint) -> Taint:
+    """The gates a total divides away: `loss_sum / byte_count`, where the divisor sums a table
+    read at the scored tokens (their bytes) over positions and holds no loss or probability. A
+    total counts the tokens; it weighs no one token's probability."""
+    if STAT not in divisor or kinds(divisor, "loss") or {PROB, MODEL, INDICATOR} & divisor:
+        return frozenset()
+    return frozenset(kinds(divisor, "gate")) - dividend
 
 
 def picks_by_outcome(compared: Taint) -> bool:
@@ -102,12 +119,14 @@ def additive_smoothing(node: cst.BinaryOperation) -> bool:
     return num is not None and den is not None and num > 0 and den < 2 * num
 
 
-def tilt_normalizer(node: cst.BinaryOperation, code) -> list[cst.BaseExpression]:
+def tilt_normalizer(node: cst.BinaryOperation, code,
+                    boost_names: frozenset[str] = frozenset()) -> list[cst.BaseExpression]:
     """The closed form of a one-token tilt's normaliser, Z = sum_v p_v * w ** [v == hint]:
     `1 + p * (w - 1)`, `1 + p * expm1(b)` or `1 - p + p * w`, in any order. Gives the factors
     that hold the boost (`w - 1`, `expm1(b)`, `w`; none: not this form). Z is exact whatever p is
     computed from (the log-sum-exp recovered from the scored token's NLL, say), but only for a
-    boost that does not depend on the scored token: the caller checks that."""
+    boost that does not depend on the scored token: the caller checks that. `boost_names`: names
+    bound to a boost factor earlier (`e = math.expm1(b)`)."""
     terms = _terms(node, 1)
     ones = [t for t in terms if t[0] > 0 and _is_one(t[1])]
     if len(ones) != 1:
@@ -115,7 +134,7 @@ def tilt_normalizer(node: cst.BinaryOperation, code) -> list[cst.BaseExpression]
     rest = [t for t in terms if t is not ones[0]]
     products = [_factors(e) for sign, e in rest if sign > 0 and _is_product(e)]
     if len(rest) == 1 and products:  # 1 + p * (w - 1)
-        return tilt_excess(rest[0][1])
+        return tilt_excess(rest[0][1], boost_names)
     negated = [code(e) for sign, e in rest if sign < 0]
     if len(rest) == 2 and len(products) == 1 and len(negated) == 1:  # 1 - p + p * w
         others = [f for f in products[0] if code(f) != negated[0]]
@@ -123,12 +142,18 @@ def tilt_normalizer(node: cst.BinaryOperation, code) -> list[cst.BaseExpression]
     return []
 
 
-def tilt_excess(node) -> list[cst.BaseExpression]:
-    """`p * (w - 1)` or `p * expm1(b)`, Z - 1 of a one-token tilt (whose log1p is log Z): the
-    boost factors, or none."""
+def tilt_excess(node, boost_names: frozenset[str] = frozenset()) -> list[cst.BaseExpression]:
+    """`p * (w - 1)` or `p * expm1(b)`, Z - 1 of a one-token tilt (whose log1p is log Z), the
+    factor possibly a name bound to one before: the boost factors, or none."""
     factors = _factors(node) if _is_product(node) else []
-    boosts = [f for f in factors if _minus_one(f) or _called_name(f) == "expm1"]
+    boosts = [f for f in factors if boost_factor(f)
+              or (isinstance(f, cst.Name) and f.value in boost_names)]
     return boosts if len(factors) >= 2 else []
+
+
+def boost_factor(node) -> bool:
+    """`w - 1` or `expm1(b)`: a one-token tilt's boost less one."""
+    return _minus_one(node) or _called_name(node) == "expm1"
 
 
 def _terms(node, sign: int) -> list[tuple[int, cst.BaseExpression]]:

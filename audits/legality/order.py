@@ -156,8 +156,11 @@ def _spans(taint: Taint) -> set[tuple[str, str]]:
 
 
 def _context_only(update: Event, score: Event) -> bool:
-    """The update's loss covers positions that end where the scored ones start (issue #1336)."""
+    """The update's loss covers positions that end where the scored ones start (issue #1336).
+    Slices both took (the window cut from the stream, `y = chunk[1:]`) say nothing about which
+    of its positions each covers: only the slices one of them took alone are compared."""
     fitted, scored = _spans(update.taint), _spans(score.taint)
+    fitted, scored = fitted - scored, scored - fitted
     if not fitted or not scored:
         return False
     return all(hi in {lo for lo, _ in scored} for _, hi in fitted)

@@ -41,7 +41,10 @@ def ngram_not_normalized(sub, options):
     `Z = 1 + p_hint * (exp(beta) - 1)` (also spelled `1 + p * expm1(beta)` or `1 - p + p * w`),
     or `log1p(p_hint * expm1(beta))`, even where p_hint is read through the log-sum-exp recovered
     from the scored token's NLL: the closed form is the exact sum of the tilted distribution, as
-    long as beta is not picked by the scored token (then log Z depends on it: still a FAIL).
+    long as beta is not picked by the scored token (then log Z depends on it: still a FAIL). The
+    boost less one may be bound to a name first (`e = math.expm1(beta)`), and the hint's
+    probability gathered by the hints' name (`logp.gather(1, hint_ids[:, None])`): the tokens a
+    loss takes as targets are the scored ones, the ones only gathered are the hints.
 
     Known limits: general normalization cannot be decided statically; other wrong denominators
     are not found.

@@ -40,7 +40,8 @@ def paid_prefix(sub, options):
     `prefix = np.frombuffer(lzma.decompress(blob), "<u2")`, then
     `nll *= ~(prefix[pos:pos + n] == y[:n])`.
 
-    Legal: saving the model, and tables built from training data.
+    Legal: saving the model, and tables built from training data; a checkpoint helper writing
+    the validation score it is given (`save_checkpoint(model, step, val_bpb)`).
 
     Known limits: a value derived from validation tokens through a reduction (a sum, a matrix
     product) is a statistic, not tokens, and is not flagged here.

@@ -38,7 +38,8 @@ def realized_token_gate(sub, options):
     Illegal: `beta = torch.where(is_boundary[tgt], word_beta, within_beta)` in the tilt.
 
     Legal: gates from the previous token or the context (`is_boundary[prev]`); masking which
-    positions count (a padding mask on the NLL).
+    positions count (a padding mask on the NLL); the scored tokens' bytes summed into the total
+    that divides the loss (bits per byte), wherever the result is kept.
 
     Also read: native code (C/C++) that a script of the run loads (ctypes, cffi, a torch
     extension), shipped as a file or embedded in a string: in a loop over positions `i`, a branch
