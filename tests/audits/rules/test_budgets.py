@@ -78,6 +78,24 @@ def test_eval_over_budget_sums_phases_once(tmp_path):
     assert by_rule(ok, "EVAL_OVER_BUDGET") == []  # the log's own total wins over the sum
 
 
+def test_a_log_of_one_gpu_over_the_budget_warns_unless_even_perfect_scaling_breaks_it(tmp_path):
+    # the budgets are on 8xH100: one GPU's time divided by 8 is the best an 8-GPU run could do
+    one_gpu = record_log(42, bpb=1.081, phases=(("quantized_ttt", 2_458_400),)).replace(
+        "world_size: 8", "world_size: 1")
+    f = by_rule(with_log(tmp_path, one_gpu), "EVAL_OVER_BUDGET")
+    assert [str(x.severity) for x in f] == ["WARN"]
+    assert "on 1 GPU(s)" in f[0].message and "307.3 s" in f[0].message
+    far = one_gpu.replace("eval_time:2458400ms", "eval_time:65808175ms")
+    f = by_rule(with_log(tmp_path / "far", far), "EVAL_OVER_BUDGET")
+    assert [str(x.severity) for x in f] == ["FAIL"] and "8226.0 s" in f[0].message
+    slow_train = record_log(42, bpb=1.081, train_ms=4_800_000).replace("world_size: 8", "world_size: 1")
+    assert [str(x.severity) for x in by_rule(with_log(tmp_path / "t", slow_train), "TRAIN_OVER_BUDGET")] \
+        == ["WARN"]
+    eight = record_log(42, bpb=1.081, phases=(("quantized_ttt", 2_458_400),))
+    assert [str(x.severity) for x in by_rule(with_log(tmp_path / "eight", eight), "EVAL_OVER_BUDGET")] \
+        == ["FAIL"]
+
+
 def test_gptq_after_budget_without_reserve_fails(tmp_path):
     f = by_rule(with_log(tmp_path, record_log(42, bpb=1.081, train_ms=599_900, reserve_s=None, hessian_s=9.0)),
                 "GPTQ_CALIB_AFTER_BUDGET")
