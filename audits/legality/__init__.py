@@ -24,9 +24,11 @@ ENTRY = "train_gpt.py"
 SIDE_BUDGET = 1_000_000
 _IMPORT = re.compile(r"(?m)^\s*(?:from\s+([\w.]+)\s+import|import\s+([\w.]+))")
 # Attention that keeps the documents of a packed row apart: variable-length (varlen) kernels with
-# cumulative sequence lengths, or a block mask built per document. Outside a comment.
+# cumulative sequence lengths, or a block mask built per document: a mask function comparing one
+# array at the query and the key (`doc_ids[q_idx] == doc_ids[kv_idx]`), or so named. A block mask
+# alone (`create_block_mask`) may be causal or a sliding window only. Outside a comment.
 _ISOLATION = re.compile(r"(?m)^[^#\n]*\b(cu_seqlens\w*|flash_attn_varlen\w*|varlen_attn\w*|"
-                        r"create_block_mask|document_mask|doc_mask)\b")
+                        r"document_mask|doc_mask|(\w+)\[[^\]\n]*\bq\w*\]\s*==\s*\2\[[^\]\n]*\bkv?\w*\])")
 
 
 @dataclasses.dataclass

@@ -247,7 +247,9 @@ def method_call(w, node: cst.Call, func: cst.Attribute, args: list[Arg]) -> Tain
         return frozenset({HOOK})
     if name in apis.SERIALIZE_METHODS:
         stored = _arg(args, apis.SERIALIZE_METHODS[name], None)
-        if stored is not None:
+        kept = not any(arg.keyword == "persistent" and isinstance(arg.node, cst.Name)
+                       and arg.node.value == "False" for arg in args)  # not in the state dict
+        if stored is not None and kept:
             _sink(w, node, name, stored.taint)
         return EMPTY
     if name in apis.LOSS_METHODS:

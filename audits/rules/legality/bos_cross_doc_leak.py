@@ -31,7 +31,8 @@ def bos_cross_doc_leak(sub, options):
     with `x_prev` built from `x[:, :-1]`) that is not masked where the current token is BOS (no
     `==`/`!=` comparison, a BOS mask, reaches the gate or the shifted term), in code whose
     attention keeps the documents of a packed row apart (`cu_seqlens`, a varlen kernel, a
-    per-document block mask). Masked mixing, and mixing where attention crosses documents
+    block mask whose function compares documents: `doc_ids[q_idx] == doc_ids[kv_idx]`; a causal
+    or sliding-window block mask keeps nothing apart). Masked mixing, and mixing where attention crosses documents
     anyway, are INFO.
 
     Why it matters: where documents are scored as isolated units, the first token of a document

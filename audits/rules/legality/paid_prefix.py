@@ -41,7 +41,8 @@ def paid_prefix(sub, options):
     `nll *= ~(prefix[pos:pos + n] == y[:n])`.
 
     Legal: saving the model, and tables built from training data; a checkpoint helper writing
-    the validation score it is given (`save_checkpoint(model, step, val_bpb)`).
+    the validation score it is given (`save_checkpoint(model, step, val_bpb)`); a buffer
+    registered with `persistent=False`, which the state dict (so the artifact) leaves out.
 
     Known limits: a value derived from validation tokens through a reduction (a sum, a matrix
     product) is a statistic, not tokens, and is not flagged here.
