@@ -683,7 +683,8 @@ class FunctionWalk:
             taint |= {STAT}
         elif isinstance(op, cst.Power) and kinds(right, "gate"):  # p ** (1 / n_bytes[target])
             taint = operators.as_bytes(taint)
-        if isinstance(op, (cst.Add, cst.Subtract)) and self.fixed_boost(operators.tilt_normalizer(node, self.code, self.boost_names)):
+        if isinstance(op, (cst.Add, cst.Subtract)) and self.fixed_boost(
+                operators.tilt_normalizer(node, self.code, self.boost_names)):
             taint |= {NORM}
         if isinstance(op, cst.Divide):
             self.normalizer(right)

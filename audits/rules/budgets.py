@@ -242,12 +242,10 @@ def train_over_budget(sub, options):
                 yield _no_time_limit("TRAIN_OVER_BUDGET", "training", t.value, log, t.line, t.text)
             continue
         allowed = STOP_OVERSHOOT_MS if p.stop is not None else 0
-        fewer = _fewer_gpus("TRAIN_OVER_BUDGET", "training", t.value, TRAIN_BUDGET_MS, log, t.line,
-                            t.text) if t.value > TRAIN_BUDGET_MS + allowed else None
-        if fewer is not None:
-            yield _unless_rerun(fewer, log, apart)
-        elif t.value > TRAIN_BUDGET_MS + allowed:
-            yield _unless_rerun(found(
+        if t.value > TRAIN_BUDGET_MS + allowed:
+            fewer = _fewer_gpus("TRAIN_OVER_BUDGET", "training", t.value, TRAIN_BUDGET_MS, log,
+                                t.line, t.text)
+            yield _unless_rerun(fewer or found(
                 "TRAIN_OVER_BUDGET", f"{log.rel}: training took {t.value / 1000:.1f} s, over "
                 "the 600 s budget", file=log.rel, line=t.line or None, evidence=t.text,
                 hint="Set MAX_WALLCLOCK_SECONDS=600 (minus any GPTQ reserve) and rerun."), log, apart)
@@ -418,13 +416,12 @@ def eval_over_budget(sub, options):
         t = _with_claimed_phase(log.parsed, claim)
         if t is None or t.value <= EVAL_BUDGET_MS:
             continue
-        fewer = _fewer_gpus("EVAL_OVER_BUDGET", "evaluation", t.value, EVAL_BUDGET_MS, log, t.line, t.text)
         if not sub.record_track:
             yield _no_time_limit("EVAL_OVER_BUDGET", "evaluation", t.value, log, t.line, t.text)
-        elif fewer is not None:
-            yield _unless_rerun(fewer, log, apart)
         else:
-            yield _unless_rerun(found(
+            fewer = _fewer_gpus("EVAL_OVER_BUDGET", "evaluation", t.value, EVAL_BUDGET_MS, log,
+                                t.line, t.text)
+            yield _unless_rerun(fewer or found(
                 "EVAL_OVER_BUDGET", f"{log.rel}: evaluation took {t.value / 1000:.1f} s, "
                 f"{(t.value - EVAL_BUDGET_MS) / 1000:.1f} s over the 600 s budget",
                 file=log.rel, line=t.line, evidence=t.text,

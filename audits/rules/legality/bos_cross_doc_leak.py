@@ -30,10 +30,10 @@ def bos_cross_doc_leak(sub, options):
     """What it checks: previous-token mixing (`x[:, 1:] + g * x[:, :-1]`, or `x + g * x_prev`
     with `x_prev` built from `x[:, :-1]`) that is not masked where the current token is BOS (no
     `==`/`!=` comparison, a BOS mask, reaches the gate or the shifted term), in code whose
-    attention keeps the documents of a packed row apart (`cu_seqlens`, a varlen kernel, a
-    block mask whose function compares documents: `doc_ids[q_idx] == doc_ids[kv_idx]`; a causal
-    or sliding-window block mask keeps nothing apart). Masked mixing, and mixing where attention crosses documents
-    anyway, are INFO.
+    attention keeps the documents of a packed row apart (`cu_seqlens`, a varlen kernel, a block
+    mask whose function compares documents: `doc_ids[q_idx] == doc_ids[kv_idx]`; a causal or
+    sliding-window block mask keeps nothing apart). Masked mixing, and mixing where attention
+    crosses documents anyway, are INFO.
 
     Why it matters: where documents are scored as isolated units, the first token of a document
     must not see the previous one (#1017 C1); found in the PR #1797 audit, fixed in PR #1851.
