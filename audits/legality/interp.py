@@ -489,7 +489,7 @@ class FunctionWalk:
                 self.cleared_grad = True
                 return
             self.a.store_field(target.attr.value, taint)
-            if not self.names_class(target.value):
+            if not self.names_field(target):
                 self.mutate(target.value, taint)
         elif isinstance(target, cst.Subscript):
             index = EMPTY
@@ -501,12 +501,19 @@ class FunctionWalk:
                 index |= {span}
             self.mutate(target.value, taint | index, written=target)
 
-    def names_class(self, node: cst.BaseExpression) -> bool:
-        """`Hyperparameters` in `Hyperparameters.train_files = ...`: a class attribute set from
-        outside the class is the attribute's (its field), as one bound in the class body, not the
-        whole class's: otherwise every setting read from the class would carry a data path's split."""
-        return (isinstance(node, cst.Name) and node.value not in self.env
-                and isinstance(self.p.lookup(self.fn, node.value), ClassInfo))
+    def names_field(self, target: cst.Attribute) -> bool:
+        """`Hyperparameters.train_files = ...`, or `args.train_files = ...` on an object of a class
+        whose body binds `train_files`: the store is that attribute's (its field), as the binding in
+        the class body is, not the whole class's or object's; otherwise every setting read from it
+        would carry a data path's split. Data stored under a name the class does not declare
+        (`self.cache = table`) still marks the object."""
+        node = target.value
+        if not isinstance(node, cst.Name):
+            return False
+        if node.value not in self.env:
+            return isinstance(self.p.lookup(self.fn, node.value), ClassInfo)
+        classes = [self.p.classes.get(label[2]) for label in kinds(self.env[node.value], "obj")]
+        return bool(classes) and all(c is not None and target.attr.value in c.settings for c in classes)
 
     def mutate(self, obj: cst.BaseExpression, taint: Taint, written: cst.CSTNode | None = None) -> None:
         """`obj` now also holds `taint` (an append, `t[i] = v`, `self.x = v`, an in-place add)."""

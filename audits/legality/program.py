@@ -51,6 +51,20 @@ class ClassInfo:
     is_optimizer: bool = False
 
     @property
+    def settings(self) -> frozenset[str]:
+        """The names the class body binds (`train_files = os.path.join(...)`): its declared
+        attributes."""
+        names = set()
+        for s in _block(self.node.body):
+            if not isinstance(s, cst.SimpleStatementLine):
+                continue
+            for small in s.body:
+                targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else \
+                    [small.target] if isinstance(small, cst.AnnAssign) else []
+                names |= {t.value for t in targets if isinstance(t, cst.Name)}
+        return frozenset(names)
+
+    @property
     def fields(self) -> tuple[str, ...]:
         """The annotated class-level names, in order: the constructor's parameters of a dataclass
         or NamedTuple."""
