@@ -95,8 +95,8 @@ def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
     if name in apis.LOSS_CALLS:
         if name in apis.NORMALIZER_CALLS:
             w.normalizer(union)
-            excess = operators.tilt_excess(args[0].node, w.boost_names) if args else []
-            if name.endswith("log1p") and w.fixed_boost(excess):
+            if name.endswith("log1p") and args and w.fixed_boost(
+                    operators.tilt_excess(args[0].node, w.boost_names)):
                 w.normalizer(frozenset({NORM}))  # log1p(p * (exp(beta) - 1)) is log Z
         target = apis.LOSS_CALLS[name]
         if target is not None:

@@ -11,6 +11,7 @@ path.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 
 import libcst as cst
@@ -50,10 +51,10 @@ class ClassInfo:
     is_module: bool = False
     is_optimizer: bool = False
 
-    @property
+    @functools.cached_property
     def settings(self) -> frozenset[str]:
         """The names the class body binds (`train_files = os.path.join(...)`): its declared
-        attributes."""
+        attributes (read once; every attribute store on an object of the class asks)."""
         names = set()
         for s in _block(self.node.body):
             if not isinstance(s, cst.SimpleStatementLine):
