@@ -45,10 +45,10 @@ TECHNIQUES = {
                  "qk_gain_init", "gptq_calibration_batches", "gptq_reserve_seconds"),
     "doc_mask": ("doc_mask",),
     "rans": ("compressor",),
+    "lanes": ("parallel_lanes", "parallel_residual_start"),
 }
 # Techniques built but off in the frontier preset, with the values their records ran.
 EXTRAS = {
-    "lanes": {"PARALLEL_LANES": "1", "PARALLEL_RESIDUAL_START": "8"},   # PR #1855
     "awq": {"AWQ_GROUPS": "1"},                                          # PR #1908
     "progressive": {"TRAIN_SEQ_SCHEDULE": "1024@0.1"},                   # PR #2014, at 2,048
     # As #1855's evaluation: the TTT score and no sliding-window pass, whose time would count.

@@ -49,12 +49,13 @@ def test_every_arm_is_a_valid_config(arm):
 def test_arm_settings_and_unknown_arms():
     assert ablation.arm_settings("record") == {}
     assert ablation.arm_settings("record+smear_gate") == {"SMEAR_GATE_ENABLED": "True"}
-    assert ablation.arm_settings("frontier+lanes") == {
-        "PRESET": "frontier", "PARALLEL_LANES": "1", "PARALLEL_RESIDUAL_START": "8"}
+    assert ablation.arm_settings("record+lanes") == {"PARALLEL_LANES": "True",
+                                                     "PARALLEL_RESIDUAL_START": "8"}
+    assert ablation.arm_settings("frontier+awq") == {"PRESET": "frontier", "AWQ_GROUPS": "1"}
     lora = load_config(env={}, overrides=ablation.arm_settings("frontier+lora_ttt"))
     assert lora.ttt_mode == "lora" and lora.ttt_enabled and not lora.sliding_window_enabled
-    with pytest.raises(SystemExit, match=r"unknown arm 'record\+lanes'; one of: record, frontier, "):
-        ablation.arm_settings("record+lanes")
+    with pytest.raises(SystemExit, match=r"unknown arm 'record\+awq'; one of: record, frontier, "):
+        ablation.arm_settings("record+awq")
 
 
 def _job(tmp_path, name, code=0):

@@ -149,7 +149,7 @@ RECORD_1855 = {
     "embed_bits": 7, "embed_clip_sigmas": 14.0, "mlp_clip_sigmas": 11.5, "attn_clip_sigmas": 13.0,
     "matrix_lr": 0.026, "muon_momentum": 0.97, "muon_ns_coeffs": "polar_express", "beta2": 0.99,
     "warmdown_frac": 0.85, "min_lr": 0.1, "qk_gain_init": 5.0, "gptq_calibration_batches": 16,
-    "doc_mask": True,
+    "doc_mask": True, "parallel_lanes": True, "parallel_residual_start": 8,
 }
 
 

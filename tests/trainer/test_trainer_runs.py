@@ -94,13 +94,13 @@ FEATURES_OFF = {"TTT_ENABLED": "0", "SLIDING_WINDOW_ENABLED": "0", "GPTQ_ENABLED
                 "EMA_DECAY": "0", "COMPRESSOR": "lzma", "WARMUP_STEPS": "0"}
 
 
-# The frontier preset's own code (the gates, LQER, its Newton-Schulz coefficients) at tiny sizes.
+# The frontier preset's own code (the gates, LQER, its Newton-Schulz coefficients, PR #1855's two
+# lanes) at tiny sizes.
 FRONTIER_ON = {"SMEAR_GATE_ENABLED": "1", "SPARSE_ATTN_GATE_ENABLED": "1", "LQER_ENABLED": "1",
-               "MUON_NS_COEFFS": "polar_express"}
-# Techniques off in every preset: progressive context (the tiny preset trains at 128 tokens),
-# AWQ-lite and PR #1855's two lanes.
-LATER_ON = {"TRAIN_SEQ_SCHEDULE": "64@0.5", "AWQ_GROUPS": "1", "AWQ_GROUP_SIZE": "16",
-            "PARALLEL_LANES": "1"}
+               "MUON_NS_COEFFS": "polar_express", "PARALLEL_LANES": "1"}
+# Techniques off in every preset: progressive context (the tiny preset trains at 128 tokens) and
+# AWQ-lite.
+LATER_ON = {"TRAIN_SEQ_SCHEDULE": "64@0.5", "AWQ_GROUPS": "1", "AWQ_GROUP_SIZE": "16"}
 
 
 @pytest.mark.slow
