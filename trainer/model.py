@@ -79,7 +79,13 @@ class Rotary(nn.Module):
         """Tables with the base stretched for `span` positions (NTK-aware scaling, as the records'
         Rotary past the training length); unstretched where span is train_seq_len."""
         rd = self.rope_dims
-        base = self.base * (span / self.train_seq_len) ** (rd / (rd - 2)) if rd > 2 else self.base
+        # The base as a tensor: from a symbolic width (LoRA TTT's pass) a Python float base would
+        # be a symbolic float, which torch 2.11's inductor fails on ("'SymFloat' object has no
+        # attribute 'size'") when it compiles the pass's backward.
+        base = torch.full((), self.base, dtype=torch.float32, device=device)
+        if rd > 2:
+            base = base * (torch.full((), span, dtype=torch.float32, device=device)
+                           / self.train_seq_len) ** (rd / (rd - 2))
         inv_freq = 1.0 / base ** (torch.arange(0, rd, 2, dtype=torch.float32, device=device) / rd)
         return rope_tables(seq_len, inv_freq)
 
