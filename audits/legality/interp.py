@@ -17,7 +17,7 @@ from audits.legality import apis, env, imports, operators, order, shapes, syntax
 from audits.legality.program import ClassInfo, Function, Program, compound_blocks
 from audits.legality.values import (
     BLOB, EMPTY, GRAD, HASH, INDICATOR, MASK, MODEL, NORM, OPTIM, PROB, STAT, TARGET, Event, Site, Taint,
-    data_roots, has_data, keyed, kinds, loss_data,
+    data_roots, filled, has_data, keyed, kinds, loss_data,
 )
 
 # What an attribute keeps wherever it is read: where data came from and what objects it holds.
@@ -520,8 +520,11 @@ class FunctionWalk:
         root = syntax.root_name(obj)
         if root is None:
             return
-        if written is not None and has_data(taint):
-            taint = taint | {("filled", self.site(written))}
+        # A parameter's own label is not data put into it: `self.w.data[i].mul_(1 / self.depth)`
+        # scales a weight by the object's own setting (a weight's initialization), no fill.
+        own = {("param", self.fn.params.index(root))} if root in self.fn.params else EMPTY
+        if written is not None and has_data(taint - own):
+            taint = taint | {filled(self.site(written), taint - own)}
         self.env[root] = self.env.get(root, EMPTY) | taint
         if root in self.fn.params:
             i = self.fn.params.index(root)

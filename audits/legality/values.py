@@ -21,7 +21,9 @@ Labels are tuples whose first item is the kind:
   ("flag", NAME, on)             a setting read from environment variable NAME; `on`: its default
   ("gate", site, how)            read from the scored token: a "lookup" (table[target]) or a
                                  "compare" (target < k)
-  ("bytes", site) ("gated", site) ("select", site) ("filled", site)
+  ("bytes", site) ("gated", site) ("select", site)
+  ("filled", site, params)       written into at `site` with data; `params`: the parameters it came
+                                 from alone (a fill only where a caller passes data), else None
   ("keyed", site)                a hash key first combined with the scored token at `site`
   ("blob",)                      bytes decompressed from a blob (a payload of the artifact)
   ("loaded",)                    a module the script loaded at run time (importlib, by path)
@@ -195,6 +197,15 @@ def has_data(taint: Taint) -> bool:
     return any(label[0] in DATA_KINDS for label in taint)
 
 
+def filled(site: Site, written: Taint) -> Label:
+    """The label of a write of `written` (data) at `site`: which parameters alone it came from,
+    or None where data of another kind was written too."""
+    data = [label for label in written if label[0] in DATA_KINDS]
+    if all(label[0] == "param" for label in data):
+        return ("filled", site, frozenset(label[1] for label in data))
+    return ("filled", site, None)
+
+
 def kinds(taint: Taint, kind: str) -> list[Label]:
     return [label for label in taint if label[0] == kind]
 
@@ -232,6 +243,10 @@ def substitute(taint: Taint, args: list[Taint], call: Site, callee) -> Taint:
                 out |= objref(args[label[1][1]])
         elif kind in LOCAL_KINDS:
             continue
+        elif kind == "filled" and label[2] is not None and label[1].fn is callee:
+            written = frozenset().union(*(args[i] for i in label[2] if i < len(args)))
+            if has_data(written):  # else the caller's arguments were settings, not data
+                out.add(filled(label[1].moved(call), written))
         elif kind in RELOCATED_KINDS and label[1] is not None and label[1].fn is callee:
             out.add((kind, label[1].moved(call)) + label[2:])
         else:
