@@ -648,6 +648,7 @@ class FunctionWalk:
         base = self.value(node.value)
         index = EMPTY
         by_target = True  # every index element is the scored token (`t[y]`, not `t[prev, y]`)
+        key = EMPTY  # the hashed elements: `h` of `t[h, y]`, whose row the scored token picks from
         for element in node.slice:
             s = element.slice
             part_taint = EMPTY
@@ -659,6 +660,7 @@ class FunctionWalk:
                         part_taint |= self.value(part)
             index |= part_taint
             by_target = by_target and TARGET in part_taint
+            key |= part_taint if HASH in part_taint else EMPTY
         taint = base | index
         if shapes.previous_positions(node):
             spelled = imports.dotted(node.value)
@@ -670,8 +672,10 @@ class FunctionWalk:
             span = operators.span(node, self.code)
             if span is not None:
                 taint |= {span}
-        if HASH in index and has_data(index) and not self.storing:
-            self.emit(Event("lookup", self.site(node), index, base, flags=frozenset(
+        if HASH in key and has_data(key) and not self.storing:
+            # A row picked by a hashed context and a column by the scored token (`t[h, y]`) reads
+            # the target's entry of that context's row: the key is the hashed element alone.
+            self.emit(Event("lookup", self.site(node), key, base, flags=frozenset(
                 {"module"} if self.fn.is_module_method else set())))
         if by_target and HASH not in index \
                 and not (kinds(base, "loss") or PROB in base or MODEL in base or TARGET in base):
