@@ -12,7 +12,7 @@ from audits.legality import apis, operators, shapes
 from audits.legality.program import ClassInfo, Function
 from audits.legality.values import (
     BLOB, EMPTY, GEN, GRAD, HASH, HOOK, LOADED, LOSSFN, MODEL, NORM, OPTIM, PROB, STAT, TARGET, TRAIN,
-    Event, Taint, data_roots, has_data, keyed, kinds, loss_data, objref, substitute,
+    Event, Site, Taint, data_roots, has_data, keyed, kinds, loss_data, objref, substitute,
 )
 
 _SILENT = {"print", "super", "setattr", "delattr", "vars", "locals", "globals", "exec", "eval",
@@ -127,6 +127,8 @@ def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
         return made
     if name in apis.PARAMETER_CALLS:
         return union | {("state", site, "tensor")}
+    if name == "copy.deepcopy" and args:
+        return _fresh_copy(args[0].taint, site)
     if apis.is_optimizer(name):
         return union | {OPTIM}
     if name in apis.AUTOGRAD_GRAD:
@@ -485,6 +487,21 @@ def _root(node) -> str | None:
     while isinstance(node, (cst.Attribute, cst.Subscript)):
         node = node.value
     return node.value if isinstance(node, cst.Name) else None
+
+
+def _fresh_copy(taint: Taint, site: Site) -> Taint:
+    """`copy.deepcopy(model)`: the same data and class, but objects and parameters of its own,
+    made here, so training the copy adapts no model the original scores with. (A copy of a
+    parameter keeps the parameter's labels: what it holds is known only at the call site.)"""
+    out = set()
+    for label in taint:
+        if label[0] == "obj":
+            out.add(("obj", site, label[2]))
+        elif label[0] == "state" and label[1] is not None:
+            out.add(("state", site, label[2]))
+        elif label[0] != "objref":
+            out.add(label)
+    return frozenset(out)
 
 
 def _state(taint: Taint) -> Taint:
