@@ -35,7 +35,9 @@ _HESSIANS = re.compile(rf"^GPTQ:collected\s+(\d+)\s+Hessians\s+in\s+({NUM})s", r
 _HESSIANS_AR = re.compile(r"^gptq:collected hessians for (\d+) layers(.*)$", re.I)
 _SELF_GEN = re.compile(r"autoregressive|self[- ]?gen", re.I)
 _SERIALIZED = re.compile(r"^Serialized model(?:\s+([^:]+?))?:\s*(\d+)\s*bytes")
-_TOTAL = re.compile(r"^Total submission size(?:\s+([^:]+?))?:\s*(\d+)\s*bytes")
+# `Total submission size int6+brotli: N bytes`, and the method named before the word as well
+# (`Total mixed submission: N bytes`).
+_TOTAL = re.compile(r"^Total\s+(?:(\w[\w+-]*)\s+)?submission(?:\s+size)?(?:\s+([^:]+?))?:\s*(\d+)\s*bytes")
 _CODE = re.compile(r"^Code size(?:\s*\((compressed|uncompressed)\))?:\s*(\d+)\s*bytes")
 _TOTAL_EVAL = re.compile(rf"^total_eval_time:\s*({NUM})s")
 _VAL_LOADER = re.compile(r"^val_loader:shards pattern=(\S+)\s+tokens:(\d+)")
@@ -394,7 +396,7 @@ def _on_serialized(log, m, n, line):
 
 
 def _on_total(log, m, n, line):
-    log.totals.append((m.group(1), Value(int(m.group(2)), n, line)))
+    log.totals.append((m.group(2) or m.group(1), Value(int(m.group(3)), n, line)))
 
 
 def _on_code(log, m, n, line):

@@ -103,6 +103,15 @@ def test_truncated_log_has_no_score():
     assert log.steps and log.train_time_ms.value == log.steps[-1].train_time_ms
 
 
+def test_the_artifact_is_the_last_total_that_names_a_method_before_or_after_the_word():
+    """A log that first totals a trial export and then the one it ships (`Total mixed
+    submission`, the method named before the word) reports the shipped one."""
+    log = parse_log("Total submission size: 135497444 bytes\n"
+                    "Total submission size int8+zlib: 24859602 bytes\n"
+                    "Total mixed submission: 15858571 bytes (FITS 16MB)\n", "two.log")
+    assert (log.artifact_bytes.value, log.artifact_bytes.line) == (15858571, 3)
+
+
 def test_pgolf_code_hash_line():
     log = parse_log("code_sha256: " + "ab" * 32 + "\n", "p.log")
     assert log.code_sha256.value == "ab" * 32
