@@ -211,9 +211,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     # The field defaults are the 2026-04-09 record as it ran.
     "record": {},
     # The 2026-04-27 record's (PR #1855) techniques on the record stack: BOS-masked SmearGate,
-    # the sparse attention gate, LQER, int7 embedding and per-group clips, the two-lane
-    # decoder; and its settings
-    # for what pgolf shares with it (optimizer, schedule, calibration).
+    # the sparse attention gate, LQER, int7 embedding and per-group clips, the two-lane decoder;
+    # and its settings for what pgolf shares with it (optimizer, schedule, calibration).
     "frontier": {
         "smear_gate_enabled": True, "sparse_attn_gate_enabled": True, "lqer_enabled": True,
         "embed_bits": 7, "embed_clip_sigmas": 14.0, "mlp_clip_sigmas": 11.5, "attn_clip_sigmas": 13.0,
