@@ -50,12 +50,28 @@ _LINK = re.compile(r"^\s*(?:sudo\s+)?(?:ln|cp|mv|rsync)\b")
 
 def val_as_train(sub: Submission) -> list[tuple[str, int, str]]:
     """(file, line, text) of launch lines that put a validation shard where the training loader
-    reads: `ln -s .../fineweb_val_000000.bin .../fineweb_train_000000.bin`."""
+    reads: `ln -s .../fineweb_val_000000.bin .../fineweb_train_000000.bin`, or a setting whose
+    default in the scripts names the training shards set to validation shards
+    (`TRAIN_FILES=fineweb_val_*.bin` where the script reads `os.environ.get("TRAIN_FILES",
+    ".../fineweb_train_*.bin")`)."""
     texts = sorted(sub.launch.items()) + ([("README.md", sub.readme)] if sub.readme else [])
+    train_settings = _train_shard_settings(sub)
     found = []
     for rel, text in texts:
         for number, line in enumerate(text.splitlines(), 1):
             val, train = _VAL_SHARD.search(line), _TRAIN_SHARD.search(line)
-            if _LINK.match(line) and val and train and val.start() < train.start():
+            linked = _LINK.match(line) and val and train and val.start() < train.start()
+            if linked or any(name in train_settings and "fineweb_val_" in value
+                             for name, value in _ASSIGN.findall(line)):
                 found.append((rel, number, line.strip()))
     return found
+
+
+# `os.environ.get("TRAIN_FILES", os.path.join(data_path, "fineweb_train_*.bin"))`
+_TRAIN_DEFAULT = re.compile(r"""environ(?:\.get)?\(\s*["']([A-Z][A-Z0-9_]*)["']\s*,[^)\n]*fineweb_train_""")
+
+
+def _train_shard_settings(sub: Submission) -> set[str]:
+    """The settings the scripts read with the training shards as their default."""
+    return {name for script in sub.scripts.values() if script.source
+            for name in _TRAIN_DEFAULT.findall(script.source)}

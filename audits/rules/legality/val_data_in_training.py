@@ -56,7 +56,8 @@ def val_data_in_training(sub, options):
     did this), yet a reviewer checks that the base weights it ran through are not changed.
 
     Also illegal: a launch line (a shipped `.sh` script, the README's commands) that links or copies
-    a `fineweb_val_*` shard to a `fineweb_train_*` name.
+    a `fineweb_val_*` shard to a `fineweb_train_*` name, or sets to validation shards a setting
+    the script reads with the training shards as its default (`TRAIN_FILES=fineweb_val_*.bin`).
 
     Known limits: data is recognised by the shard names in string literals and followed through
     assignments, calls, attributes and containers; data read from a path pgolf cannot see (an

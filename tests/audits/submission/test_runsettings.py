@@ -121,6 +121,19 @@ def test_a_validation_shard_linked_as_training_data_is_val_in_training(tmp_path)
     assert [(str(x.severity), x.file, x.line) for x in f] == [("FAIL", "README.md", 5)]
 
 
+def test_a_training_files_setting_set_to_validation_shards_is_val_in_training(tmp_path):
+    """`TRAIN_FILES=fineweb_val_*.bin` in the run command, where the script reads TRAIN_FILES
+    with the training shards as its default; a setting without that default is not one."""
+    script = ("import os\n\ndata_path = os.environ.get('DATA_PATH', './data')\n"
+              "train_files = os.environ.get('TRAIN_FILES', os.path.join(data_path, 'fineweb_train_*.bin'))\n"
+              "val_files = os.environ.get('VAL_FILES', os.path.join(data_path, 'fineweb_val_*.bin'))\n")
+    readme = ("# Val-only\n\n```bash\nVAL_FILES=/data/fineweb_val_*.bin \\\n"
+              "TRAIN_FILES=/data/fineweb_val_*.bin torchrun --nproc_per_node=8 train_gpt.py\n```\n")
+    f = by_rule(audit_findings(write_folder(tmp_path, {"train_gpt.py": script, "README.md": readme}),
+                               only=frozenset({"VAL_DATA_IN_TRAINING"})), "VAL_DATA_IN_TRAINING")
+    assert [(str(x.severity), x.file, x.line) for x in f] == [("FAIL", "README.md", 5)]
+
+
 def _slot_under(tmp_path, test: str, default: str):
     """The gated fixture with its test `if SLOT_ENABLED:` replaced by `test` on SLOT_ORDER."""
     source = GATED.replace("        if SLOT_ENABLED:\n", f"        if {test}:\n").replace(
