@@ -124,6 +124,7 @@ class ParsedLog:
     steps: list[Step] = dataclasses.field(default_factory=list)
     metrics: list[Metric] = dataclasses.field(default_factory=list)
     stop: Value | None = None  # value = train_time_ms; step in stop_step
+    val_step_time: Value | None = None  # train_time_ms of the last step's validation line
     stop_step: int | None = None
     gptq_reserve_ms: Value | None = None
     hessians: Value | None = None  # value = seconds (None when the log gives no time)
@@ -165,7 +166,9 @@ class ParsedLog:
             return self.stop
         timed = [s for s in self.steps if s.train_time_ms is not None]
         if not timed:
-            return None
+            # A log that prints no training step (only `step:N/M val_loss:... train_time:...`
+            # every few thousand steps) still times its training there.
+            return self.val_step_time
         last = timed[-1]
         return Value(last.train_time_ms, last.line, f"step {last.step}/{last.total}")
 
@@ -246,16 +249,18 @@ def _parse_step(rest: str, step: int, total: int, line_no: int, old_style: bool)
         return None
     fields = {m.group(1): (m.group(2), m.group(3)) for m in _FIELD.finditer(rest)}
     loss = _num(fields["train_loss"][0]) if "train_loss" in fields else None
-    time_ms, approx = None, False
-    if "train_time" in fields:
-        value, unit = fields["train_time"]
-        if unit == "m":
-            time_ms, approx = _num(value) * 60_000, True
-        elif unit == "s":
-            time_ms = _num(value) * 1000
-        else:
-            time_ms = _num(value)
+    time_ms, approx = _train_time(fields)
     return Step(step, total, loss, time_ms, line_no, approx)
+
+
+def _train_time(fields: dict) -> tuple[float | None, bool]:
+    """A line's `train_time` in ms, and whether it was printed in minutes (to 0.1 minute)."""
+    if "train_time" not in fields:
+        return None, False
+    value, unit = fields["train_time"]
+    if unit == "m":
+        return _num(value) * 60_000, True
+    return (_num(value) * 1000 if unit == "s" else _num(value)), False
 
 
 def _embedded_source(lines: list[str]) -> tuple[EmbeddedSource | None, int]:
@@ -355,6 +360,10 @@ def _add_metric(log: ParsedLog, m: re.Match, n: int, line: str) -> None:
     elif (t := _ELAPSED.search(rest)) is not None:
         eval_ms = _num(t.group(1)) * 1000
     kind = _classify(name) if name else "scored"
+    if kind == "step_val":
+        time_ms, _ = _train_time({f.group(1): (f.group(2), f.group(3)) for f in _FIELD.finditer(rest)})
+        if time_ms is not None:
+            log.val_step_time = Value(time_ms, n, line)
     short = name.split()[0] if name.split() else "val"
     log.metrics.append(Metric(short if kind != "step_val" else name, kind, _num(m.group("loss")),
                               _num(m.group("bpb")), _decimals(m.group("bpb")), eval_ms, n, line))

@@ -112,6 +112,18 @@ def test_the_artifact_is_the_last_total_that_names_a_method_before_or_after_the_
     assert (log.artifact_bytes.value, log.artifact_bytes.line) == (15858571, 3)
 
 
+def test_a_log_of_validation_steps_alone_times_its_training_there():
+    """No training step line, only `step:N/M val_loss:... train_time:...` every 1,000 steps: the
+    training time is the last of those; a training step line, where there is one, still decides."""
+    lines = ["step:1000/2000 val_loss:2.2501 val_bpb:1.3326 train_time:69675ms step_avg:69.68ms",
+             "step:2000/2000 val_loss:2.0631 val_bpb:1.2215 train_time:138842ms step_avg:69.42ms",
+             "legal_ttt val_loss:1.9123 val_bpb:1.1326 eval_time:178175ms"]
+    log = parse_log("\n".join(lines), "vals.log")
+    assert (log.train_time_ms.value, log.train_time_ms.line) == (138842, 2)
+    log = parse_log("step:1999/2000 train_loss:2.1 train_time:138000ms\n" + "\n".join(lines), "both.log")
+    assert (log.train_time_ms.value, log.train_time_ms.line) == (138000, 1)
+
+
 def test_pgolf_code_hash_line():
     log = parse_log("code_sha256: " + "ab" * 32 + "\n", "p.log")
     assert log.code_sha256.value == "ab" * 32
