@@ -523,8 +523,9 @@ class FunctionWalk:
         # A parameter's own label is not data put into it: `self.w.data[i].mul_(1 / self.depth)`
         # scales a weight by the object's own setting (a weight's initialization), no fill.
         own = {("param", self.fn.params.index(root))} if root in self.fn.params else EMPTY
-        if written is not None and has_data(taint - own):
-            taint = taint | {filled(self.site(written), taint - own)}
+        put = taint - own
+        if written is not None and has_data(put):
+            taint = taint | {filled(self.site(written), put)}
         self.env[root] = self.env.get(root, EMPTY) | taint
         if root in self.fn.params:
             i = self.fn.params.index(root)

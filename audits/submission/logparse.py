@@ -247,10 +247,15 @@ def _classify(name: str) -> str:
 def _parse_step(rest: str, step: int, total: int, line_no: int, old_style: bool) -> Step | None:
     if "train_loss" not in rest:
         return None
-    fields = {m.group(1): (m.group(2), m.group(3)) for m in _FIELD.finditer(rest)}
+    fields = _fields(rest)
     loss = _num(fields["train_loss"][0]) if "train_loss" in fields else None
     time_ms, approx = _train_time(fields)
     return Step(step, total, loss, time_ms, line_no, approx)
+
+
+def _fields(rest: str) -> dict[str, tuple[str, str | None]]:
+    """`name:value[unit]` fields of a step line: name -> (value, unit)."""
+    return {m.group(1): (m.group(2), m.group(3)) for m in _FIELD.finditer(rest)}
 
 
 def _train_time(fields: dict) -> tuple[float | None, bool]:
@@ -361,7 +366,7 @@ def _add_metric(log: ParsedLog, m: re.Match, n: int, line: str) -> None:
         eval_ms = _num(t.group(1)) * 1000
     kind = _classify(name) if name else "scored"
     if kind == "step_val":
-        time_ms, _ = _train_time({f.group(1): (f.group(2), f.group(3)) for f in _FIELD.finditer(rest)})
+        time_ms, _ = _train_time(_fields(rest))
         if time_ms is not None:
             log.val_step_time = Value(time_ms, n, line)
     short = name.split()[0] if name.split() else "val"
