@@ -42,6 +42,7 @@ _CODE = re.compile(r"^Code size(?:\s*\((compressed|uncompressed)\))?:\s*(\d+)\s*
 _TOTAL_EVAL = re.compile(rf"^total_eval_time:\s*({NUM})s")
 _VAL_LOADER = re.compile(r"^val_loader:shards pattern=(\S+)\s+tokens:(\d+)")
 _VAL_TOKENS = re.compile(r"^val_tokens:\s*(\d+)")
+_VALIDATION_TOKENS = re.compile(r"^Validation tokens:\s*(\d{1,3}(?:,\d{3})+|\d+)\s*$")
 _TRAIN_LOADER = re.compile(r"^train_loader:dataset:(\S+)\s+train_shards:(\d+)")
 _TRAIN_SHARDS = re.compile(r"^train_shards:\s*(\d+)")
 _SEED = re.compile(r"^seed:\s*(-?\d+)\s*$")
@@ -433,7 +434,7 @@ def _on_val_loader(log, m, n, line):
 
 
 def _on_val_tokens(log, m, n, line):
-    log.val_tokens = Value(int(m.group(1)), n, line)
+    log.val_tokens = Value(int(m.group(1).replace(",", "")), n, line)
 
 
 def _on_train_loader(log, m, n, line):
@@ -494,6 +495,7 @@ _HANDLERS = (
     (_TOTAL_EVAL, _on_total_eval),
     (_VAL_LOADER, _on_val_loader),
     (_VAL_TOKENS, _on_val_tokens),
+    (_VALIDATION_TOKENS, _on_val_tokens),
     (_TRAIN_LOADER, _on_train_loader),
     (_TRAIN_SHARDS, _on_train_shards),
     (_SEED, _on_seed),

@@ -11,7 +11,8 @@ from audits.legality import bytetable
 from audits.findings import Severity
 from audits.registry import ILLEGAL, WARN, Rule, Words, check, found, issue, pr, rules, words
 from audits.rules.legality.evidence import findings
-from audits.submission import trees
+from audits.submission import runs, trees
+from audits.submission.valsplit import VAL_TEXT_BYTES, implied_text_bytes
 
 RULES = rules(
     Rule("BPB_BYTE_ACCOUNTING", WARN, "legality",
@@ -49,6 +50,13 @@ WORDS = words(
     table_matches=Words(
         "the run reads its bytes-per-token table from {detail} at {at}; it counts no more bytes "
         "than the tokens of {tokenizer} stand for"),
+    log_overcount=Words(
+        "{log}: val_loss {loss} and val_bpb {bpb} at line {line} over its {tokens:,} validation "
+        "tokens divide by {implied:,.0f} bytes, {over:.1f}% more than the {text:,} bytes of the "
+        "validation text: the byte count is inflated, so bits per byte are understated",
+        "Count each scored token's bytes from the tokenizer's pieces (byte-fallback pieces 1 byte, "
+        "the leading '\u2581' one space byte) or from the validation byte sidecar: over the whole "
+        "split they sum to the text's bytes."),
     sidecar=Words(
         "{at} names the per-token byte sidecar (fineweb_val_bytes_*.bin): bytes per token can be "
         "counted from it, as the original text's bytes each validation token stands for (how a "
@@ -57,6 +65,8 @@ WORDS = words(
 # The byte sidecar's files, as the CaseOps records and `pgolf data shards --caseops` name them:
 # fineweb_val_bytes_NNNNNN.bin beside each fineweb_val_NNNNNN.bin.
 _SIDECAR_NAME = re.compile(r"val_bytes_")
+# How far over the validation text's bytes a log's implied byte count may be before it is a FAIL.
+_OVERCOUNT = 0.01
 
 
 @check("BPB_BYTE_ACCOUNTING")
@@ -83,6 +93,15 @@ def bpb_byte_accounting(sub, options):
     WARN; a matching one INFO. The run then scores with the file, so a table it builds from
     pieces elsewhere is not certified.
 
+    Each completed log is also read for the bytes its scores divide by: val_loss x validation
+    tokens / (ln 2 x val_bpb). The validation text has 151,078,222 bytes whatever the tokenizer
+    (merged records' logs give 151.02-151.08 M), so a log that scored the whole split of a known
+    dataset and divides by over 1% more is a FAIL at the line read, with the token count's line:
+    PR #1734's table counts the leading space twice (177.8 M, +17.7%), PR #1771 counts the bytes of
+    CaseOps' transformed text (164.6 M). The figures are read at the median of the model's plain
+    evaluations (training-loop and diagnostic lines), else of the scored lines where two or more
+    agree within 0.5%: a byte-level mixture prints bits per byte that its val_loss does not give.
+
     Legal: the baseline's `build_sentencepiece_luts` (is_byte -> 1, strip '▁', count it when the
     previous token is not a boundary); a per-token byte sidecar.
 
@@ -90,7 +109,9 @@ def bpb_byte_accounting(sub, options):
     judged; a shipped table is matched to the run by its array's name, not by tracing the path
     the run opens; a TokenMonster token of several non-ASCII bytes is not judged (capitals may
     lengthen it); that a sidecar's counts reach the denominator, and that they sum to the original
-    text's bytes, is not traced (`pgolf data verify` checks a sidecar against its shards).
+    text's bytes, is not traced (`pgolf data verify` checks a sidecar against its shards); the log
+    check knows the text of the challenge's exports only (sp1024 after launch week, sp4096, sp8192,
+    CaseOps sp8192, byte260), so a custom tokenizer's log, or one scored on a subset, is not read.
     """
     result = legality.analyse(sub)
     loads = [v for v in result.of("BPB_BYTE_ACCOUNTING")
@@ -102,6 +123,7 @@ def bpb_byte_accounting(sub, options):
     if shipped:
         yield from _table_findings(sub, loads, shipped)
     yield from _sidecar_findings(sub)
+    yield from _log_findings(sub)
 
 
 def _table_findings(sub, loads, shipped):
@@ -132,6 +154,25 @@ def _table_findings(sub, loads, shipped):
                     hint=words.hint,
                     via=shipped_script.via(line) if shipped_script is not None and line else None,
                     confidence="high")
+
+
+def _log_findings(sub):
+    """One FAIL per completed log whose own figures divide by over 1% more bytes than the
+    validation text has (the figures carry four or more decimals; honest logs land within 0.05%)."""
+    for log in runs.completed_logs(sub):
+        p = log.parsed
+        read = implied_text_bytes(p)
+        if read is None or read[0] <= VAL_TEXT_BYTES * (1 + _OVERCOUNT):
+            continue
+        implied, m = read
+        words = WORDS["log_overcount"]
+        yield found("BPB_BYTE_ACCOUNTING",
+                    words.message.format(log=log.rel, loss=f"{m.val_loss:g}", bpb=f"{m.val_bpb:g}",
+                                         line=m.line, tokens=int(p.val_tokens.value), implied=implied,
+                                         over=100 * (implied / VAL_TEXT_BYTES - 1), text=VAL_TEXT_BYTES),
+                    severity=Severity.FAIL, file=log.rel, line=m.line,
+                    evidence=f"{p.val_tokens.line}: {p.val_tokens.text} / {m.line}: {m.text}",
+                    hint=words.hint, confidence="high")
 
 
 def _load_for(loads, table):

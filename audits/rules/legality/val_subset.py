@@ -5,35 +5,13 @@ from __future__ import annotations
 from audits.findings import Severity
 from audits.registry import FAIL, ILLEGAL, Rule, check, found, issue, pr, rules
 from audits.submission import runs
+from audits.submission.valsplit import FULL_VAL_TOKENS, covers, dataset_key
 
 RULES = rules(
     Rule("VAL_SUBSET", FAIL, "legality",
          "Evaluation covers every validation shard and token.",
          (pr(1854, "scored 17% of the set"), issue(1017)), level=ILLEGAL),
 )
-
-
-# Full FineWeb validation split (first 50,000 documents, all shards) as merged logs print it, by
-# dataset. Scripts truncate to a multiple of their sequence length in slightly different ways, so
-# a count within TOLERANCE below these still covers the split.
-FULL_VAL_TOKENS = {
-    "sp1024": (62_021_632, 63_779_840),
-    "sp4096": (45_514_752,),
-    "sp8192": (40_540_160,),
-    "sp8192_caseops": (47_851_520,),
-    "byte260": (151_130_112,),
-}
-TOLERANCE = 0.001
-
-
-def dataset_key(name: str) -> str:
-    lowered = name.lower()
-    vocab = lowered.split("fineweb10b_", 1)[-1].split("_", 1)[0]
-    return f"{vocab}_caseops" if "caseops" in lowered else vocab
-
-
-def _covers(count: int, full: tuple[int, ...]) -> bool:
-    return any(count >= f * (1 - TOLERANCE) for f in full)
 
 
 @check("VAL_SUBSET")
@@ -62,12 +40,12 @@ def val_subset(sub, options):
         key = dataset_key(str(p.dataset.value)) if p.dataset is not None else None
         if key in FULL_VAL_TOKENS:
             full = FULL_VAL_TOKENS[key]
-            if not _covers(count, full):
+            if not covers(count, full):
                 yield found("VAL_SUBSET", f"{log.rel}: evaluated {count:,} validation tokens; the full "
                             f"{key} split has {max(full):,} ({100 * count / max(full):.1f}%)",
                             file=log.rel, line=p.val_tokens.line, evidence=p.val_tokens.text,
                             hint="Evaluate on every fineweb_val_*.bin shard, all documents, in order.")
-        elif not any(_covers(count, full) and count <= max(full) for full in FULL_VAL_TOKENS.values()):
+        elif not any(covers(count, full) and count <= max(full) for full in FULL_VAL_TOKENS.values()):
             yield found("VAL_SUBSET", f"{log.rel}: {count:,} validation tokens on a dataset pgolf does "
                         "not know; coverage not judged", severity=Severity.INFO, unchecked=True, file=log.rel,
                         line=p.val_tokens.line, evidence=p.val_tokens.text)

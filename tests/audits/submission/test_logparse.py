@@ -129,6 +129,11 @@ def test_pgolf_code_hash_line():
     assert log.code_sha256.value == "ab" * 32
 
 
+
+def test_validation_tokens_with_thousands_separators():
+    log = parse_log("Validation tokens: 40,540,160\n", "p.log")
+    assert (log.val_tokens.value, log.val_tokens.line) == (40540160, 1)
+
 LOG_LINES = st.sampled_from([
     "step:1/20000 train_loss:6.9408 train_time:24ms step_avg:23.99ms",
     "500/20000 train_loss: 3.0046 train_time: 0.8m tok/s: 7923282",
