@@ -96,12 +96,14 @@ def _literal_code_bytes(sub, log):
 @_one_cause
 def artifact_over_cap(sub, options):
     """What it checks: for every seed, compressed model bytes (the log's `Serialized model
-    <method>: N bytes` line) plus code bytes stay at or under 16,000,000 (decimal). Code bytes are
-    the smallest self-extracting form pgolf builds of each .py file the submission runs (the entry
-    script, the files its wrapper decodes, the sibling modules it imports; token-level minify,
-    lzma, base85 wrapper) or the file as shipped if smaller; without shipped code, the log's own
-    code size. A readable copy of a wrapped script or a data-preparation script is not run, so it
-    is not counted. Also fails when the log's own `Total submission size` is over the cap.
+    <method>: N bytes` or `Artifact size: N bytes` line) plus code bytes stay at or under
+    16,000,000 (decimal). Code bytes are the smallest self-extracting form pgolf builds of each .py
+    file the submission runs (the entry script, the files its wrapper decodes, the sibling modules
+    it imports; token-level minify, lzma, base85 wrapper) or the file as shipped if smaller;
+    without shipped code, the log's own code size. A readable copy of a wrapped script or a
+    data-preparation script is not run, so it is not counted. Also fails when the log's own total
+    (`Total submission size ...: N bytes`, or `total: N bytes` after a size on one line) is over
+    the cap.
 
     Why it matters: the cap is the challenge's central constraint. Organizers merged records that
     count code in its compressed self-extracting form (PR #1530 onward) and refused ones over the

@@ -38,6 +38,12 @@ _SERIALIZED = re.compile(r"^Serialized model(?:\s+([^:]+?))?:\s*(\d+)\s*bytes")
 # `Total submission size int6+brotli: N bytes`, and the method named before the word as well
 # (`Total mixed submission: N bytes`).
 _TOTAL = re.compile(r"^Total\s+(?:(\w[\w+-]*)\s+)?submission(?:\s+size)?(?:\s+([^:]+?))?:\s*(\d+)\s*bytes")
+# Size lines of other shapes: `Artifact size: 15,762,406 bytes` (`quant:int5 artifact size: N
+# bytes`), the compressed model as the GDN records' submission.json counts it (code apart); and a
+# size followed by the total on one line (`Artifact: 15103390 bytes, code: 61581 bytes, total:
+# 15164971 bytes`, `Serialized zstd-22: 15915703 bytes  Total: 15965664 bytes`), the log's total.
+_ARTIFACT_SIZE = re.compile(r"^(?:(\S+)\s+)?artifact size:\s*(\d{1,3}(?:,\d{3})+|\d+)\s*bytes\b", re.I)
+_SIZE_THEN_TOTAL = re.compile(r"^([A-Za-z][\w+\-. ]*?):\s*\d+\s*bytes\b.*?\btotal:\s*(\d+)\s*bytes\b", re.I)
 _CODE = re.compile(r"^Code size(?:\s*\((compressed|uncompressed)\))?:\s*(\d+)\s*bytes")
 _TOTAL_EVAL = re.compile(rf"^total_eval_time:\s*({NUM})s")
 _VAL_LOADER = re.compile(r"^val_loader:shards pattern=(\S+)\s+tokens:(\d+)")
@@ -414,6 +420,14 @@ def _on_total(log, m, n, line):
     log.totals.append((m.group(2) or m.group(1), Value(int(m.group(3)), n, line)))
 
 
+def _on_artifact_size(log, m, n, line):
+    log.model_bytes = Value(int(m.group(2).replace(",", "")), n, line)
+
+
+def _on_size_then_total(log, m, n, line):
+    log.totals.append((m.group(1).strip(), Value(int(m.group(2)), n, line)))
+
+
 def _on_code(log, m, n, line):
     value = Value(int(m.group(2)), n, line)
     if m.group(1) == "compressed":
@@ -491,6 +505,8 @@ _HANDLERS = (
     (_HESSIANS_AR, _on_hessians_ar),
     (_SERIALIZED, _on_serialized),
     (_TOTAL, _on_total),
+    (_ARTIFACT_SIZE, _on_artifact_size),
+    (_SIZE_THEN_TOTAL, _on_size_then_total),
     (_CODE, _on_code),
     (_TOTAL_EVAL, _on_total_eval),
     (_VAL_LOADER, _on_val_loader),

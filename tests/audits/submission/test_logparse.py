@@ -112,6 +112,22 @@ def test_the_artifact_is_the_last_total_that_names_a_method_before_or_after_the_
     assert (log.artifact_bytes.value, log.artifact_bytes.line) == (15858571, 3)
 
 
+def test_size_lines_of_other_shapes():
+    for line, model in {"quant:int5 artifact size: 16265723 bytes (15.51 MB)": 16265723,
+                        "Artifact size:      15,762,406 bytes": 15762406}.items():
+        log = parse_log(line + "\n", "s.log")
+        assert (log.model_bytes.value, log.artifact_bytes) == (model, None), line
+    cases = {"Artifact: 15103390 bytes, code: 61581 bytes, total: 15164971 bytes": 15164971,
+             "model_int8_zlib:14410153 bytes  code:47144 bytes  total:14457297 bytes  limit:16000000": 14457297,
+             "Serialized zstd-22: 15915703 bytes  Total: 15965664 bytes": 15965664,
+             "mixed_int6_int8+lzma-6: 15887168 bytes, total: 15962515 bytes": 15962515}
+    for line, total in cases.items():
+        assert parse_log(line + "\n", "s.log").artifact_bytes.value == total, line
+    # a raw size or a proxy is no total
+    for line in ("[train] Raw submission size proxy: 98625029 bytes", "Serialized model: 135431033 bytes",
+                 "artifact: 16324677 bytes (model:16279396 code:45281)"):
+        assert parse_log(line + "\n", "s.log").artifact_bytes is None, line
+
 def test_a_log_of_validation_steps_alone_times_its_training_there():
     """No training step line, only `step:N/M val_loss:... train_time:...` every 1,000 steps: the
     training time is the last of those; a training step line, where there is one, still decides."""
