@@ -95,7 +95,7 @@ def bpb_byte_accounting(sub, options):
 
     Each completed log is also read for the bytes its scores divide by: val_loss x validation
     tokens / (ln 2 x val_bpb). The validation text has 151,078,222 bytes whatever the tokenizer
-    (merged records' logs give 151.02-151.08 M), so a log that scored the whole split of a known
+    (records' logs give 151.02-151.08 M), so a log that scored the whole split of a known
     dataset and divides by over 1% more is a FAIL at the line read, with the token count's line:
     PR #1734's table counts the leading space twice (177.8 M, +17.7%), PR #1771 counts the bytes of
     CaseOps' transformed text (164.6 M). The figures are read at the median of the model's plain
