@@ -125,6 +125,11 @@ def _exec_call(text: str) -> tuple[ast.Call, dict] | None:
                 and isinstance(stmt.value, ast.Constant):
             for target in stmt.targets:
                 env[target.id] = stmt.value.value
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and _decodes(stmt.value, env):
+            env[stmt.targets[0].id] = _Deferred(stmt.value)  # `_src = lzma.decompress(...).decode()`
+        elif _bookkeeping(stmt):
+            continue
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and \
                 isinstance(stmt.value.func, ast.Name) and stmt.value.func.id == "exec" and stmt.value.args:
             calls.append(stmt.value)
@@ -135,6 +140,58 @@ def _exec_call(text: str) -> tuple[ast.Call, dict] | None:
     if len(calls) > 1:
         raise Unreadable(f"{len(calls)} exec calls in one wrapper; pgolf unwraps one")
     return (calls[0], env) if calls else None
+
+
+def _callee(node: ast.AST, env: dict) -> str | None:
+    """The dotted name a call's function stands for ("lzma.decompress"), where it is one."""
+    if isinstance(node, ast.Name):
+        bound = env.get(node.id)
+        return bound.name if isinstance(bound, _Module) else None if node.id in env else node.id
+    if isinstance(node, ast.Attribute):
+        base = _callee(node.value, env)
+        return f"{base}.{node.attr}" if base else None
+    return None
+
+
+def _decodes(node: ast.AST, env: dict) -> bool:
+    """A call of one of the decoders, or `.decode()` of one: what a wrapper binds its payload to."""
+    if not isinstance(node, ast.Call):
+        return False
+    if isinstance(node.func, ast.Attribute) and node.func.attr == "decode":
+        return _decodes(node.func.value, env)
+    return _callee(node.func, env) in _FUNCTIONS
+
+
+def _bookkeeping(stmt: ast.stmt) -> bool:
+    """A statement a wrapper runs beside its exec that computes nothing of the payload: a setting
+    (`os.environ.setdefault(...)`, `os.environ[...] = ...`), or the module's own records
+    (`globals()['__file__'] = ...`, `linecache.cache[...] = ...`, for tracebacks)."""
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        func = stmt.value.func
+        return isinstance(func, ast.Attribute) and func.attr == "setdefault" and _is_environ(func.value)
+    if isinstance(stmt, ast.Assign) and stmt.targets and all(isinstance(t, ast.Subscript) for t in stmt.targets):
+        return all(_is_environ(t.value) or _is_globals(t.value) or _is_line_cache(t.value) for t in stmt.targets)
+    return False
+
+
+def _is_environ(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "environ"
+
+
+def _is_globals(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "globals"
+
+
+def _is_line_cache(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "cache" and \
+        isinstance(node.value, ast.Name) and node.value.id == "linecache"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Deferred:
+    """A payload bound to a name, decoded when the exec call reads it."""
+
+    node: ast.Call
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,6 +226,8 @@ class _Interpreter:
         if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes, int)):
             return node.value
         if isinstance(node, ast.Name):
+            if isinstance(self.env.get(node.id), _Deferred):
+                self.env[node.id] = self.evaluate(self.env[node.id].node)
             if node.id in self.env:
                 return self.env[node.id]
             if node.id == "__file__":

@@ -125,6 +125,23 @@ def test_plain_scripts_are_not_wrappers():
     assert unwrap.unwrap(mixed, "train_gpt.py", _no_files) is None
 
 
+
+def test_a_wrapper_that_names_its_payload_and_keeps_records_beside_the_exec():
+    """`_src = lzma.decompress(...).decode()` then `exec(compile(_src, ...))`, with settings and
+    the module's traceback records set before it: still a wrapper."""
+    payload = base64.b85encode(lzma.compress(CODE.encode())).decode()
+    text = ("import os\nimport base64, lzma, linecache\n"
+            "os.environ.setdefault('PREQUANT_TTT_LR', '1e-3')\n"
+            "globals()['__file__'] = 'train_gpt.py'\n"
+            f"_src = lzma.decompress(base64.b85decode({payload!r})).decode()\n"
+            "linecache.cache['train_gpt.py'] = (len(_src), None, _src.splitlines(True), 'train_gpt.py')\n"
+            "exec(compile(_src, 'train_gpt.py', 'exec'))\n")
+    result = unwrap.unwrap(text, "train_gpt.py", _no_files)
+    assert result.source == CODE and result.note == "train_gpt.py:7 (lzma + base85)"
+    # a name bound to anything but a decoder is computation: real code
+    assert unwrap.unwrap(text.replace("_src = lzma.decompress(", "_src = fetch(lzma.decompress("
+                                      ).replace(".decode()\n", ".decode())\n"), "train_gpt.py", _no_files) is None
+
 def _error(text: str, read=_no_files) -> str:
     result = unwrap.unwrap(text, "train_gpt.py", read)
     assert result is not None and result.source is None and result.error_line is not None
