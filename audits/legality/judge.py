@@ -208,6 +208,8 @@ def _mix(e: Event) -> list[Verdict]:
 
 
 def _pieces(e: Event) -> list[Verdict]:
+    if "space_twice" in e.flags:
+        return [Verdict("BPB_BYTE_ACCOUNTING", "space_twice", FAIL, e.site)]
     fallback, space = "byte_fallback" in e.flags, "leading_space" in e.flags
     if fallback and space:
         return [Verdict("BPB_BYTE_ACCOUNTING", "pieces", INFO, e.site)]

@@ -190,4 +190,18 @@ def piece_table_loop(loop: cst.For, literal) -> dict | None:
     return {
         "byte_fallback": "is_byte" in methods or any(s.startswith("<0x") for s in strings),
         "leading_space": any("\u2581" in s for s in strings),
+        "space_twice": _space_in_table_and_flagged(loop),
     }
+
+
+def _space_in_table_and_flagged(loop: cst.For) -> bool:
+    """Does the loop count a piece's leading space in the table (`len(piece[1:].encode()) + 1`)
+    and also mark the piece in a flag table (`has_space[i] = True`), which the evaluation adds
+    as one more byte? Then every space is counted twice."""
+    assigns = m.findall(loop.body, m.Assign(targets=[m.AssignTarget(target=m.Subscript())]))
+    flagged = any(m.matches(a.value, m.Name("True")) for a in assigns)
+    plus_one = m.BinaryOperation(operator=m.Add(), right=m.Integer("1")) | \
+        m.BinaryOperation(operator=m.Add(), left=m.Integer("1"))
+    counted = any(m.matches(a.value, plus_one) and m.findall(a.value, m.Attribute(attr=m.Name("encode")))
+                  for a in assigns)
+    return flagged and counted

@@ -30,6 +30,12 @@ WORDS = words(
     no_byte_fallback=Words(f"the bytes-per-token table built at {{at}}: {_FALLBACK}", _HINT),
     no_leading_space=Words(f"the bytes-per-token table built at {{at}}: {_SPACE}", _HINT),
     no_fallback_no_space=Words(f"the bytes-per-token table built at {{at}}: {_FALLBACK}; {_SPACE}", _HINT),
+    space_twice=Words(
+        "the bytes-per-token table built at {at} counts a piece's leading '\u2581' as a byte "
+        "(`len(piece[1:]) + 1`) and also marks the piece in a leading-space table, whose flag the "
+        "evaluation adds as one more byte: every space is counted twice",
+        "Keep the space out of the table (`len(piece[1:].encode())`) and let the flag add it, only "
+        "where the previous token is not a boundary."),
     fixed_ratio=Words(
         "bits per byte at {at} divide by a fixed bytes-per-token ratio instead of counting bytes",
         "Count each scored token's bytes from the tokenizer's pieces (or a per-token byte sidecar) "
