@@ -106,7 +106,8 @@ def _as_text(value: bytes | str) -> str:
 
 
 def _exec_call(text: str) -> tuple[ast.Call, dict] | None:
-    """The `exec(...)` call of a wrapper-shaped module and its constant bindings, else None."""
+    """The `exec(...)` call of a wrapper-shaped module and its bindings (constants, and a payload
+    bound to a name), else None."""
     if "exec" not in text:
         return None
     try:
