@@ -105,8 +105,9 @@ def test_piece_table_reads_a_module_level_marker():
         "        base[i] = len(piece[1:].encode())\n")
     constants = {"SPACE": module.body[0].body[0].value}
     found = shapes.piece_table_loop(module.body[1], lambda n: constants.get(getattr(n, "value", None), n))
-    assert found == {"byte_fallback": True, "leading_space": True}
-    assert shapes.piece_table_loop(module.body[1], lambda n: n) == {"byte_fallback": True, "leading_space": False}
+    assert found == {"byte_fallback": True, "leading_space": True, "space_twice": False}
+    assert shapes.piece_table_loop(module.body[1], lambda n: n) == {"byte_fallback": True, "leading_space": False,
+                                                                    "space_twice": False}
 
 
 def _shape(code):
