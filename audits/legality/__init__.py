@@ -39,6 +39,8 @@ class Result:
     entry: tuple[str, ...]
     run: tuple[str, ...] = ()  # the entry scripts and the sibling scripts they import
     skipped: tuple[str, ...] = ()  # scripts the run does not import, left out over SIDE_BUDGET
+    # what the scripts print: (pattern, its longest literal, the settings it is printed under)
+    prints: tuple[tuple[str, str, frozenset], ...] = ()
 
     def of(self, rule: str) -> list[Verdict]:
         return [v for v in self.verdicts if v.rule == rule]
@@ -120,7 +122,20 @@ def analyse_sources(sources: tuple[tuple[str, str], ...]) -> Result:
             verdicts += judge.verdicts(events, reachable=False, hypothetical=True)
     verdicts = [v for v in verdicts if not (v.site.statement in placed and _replaced_by_placing(v))]
     verdicts = _follow_isolation(verdicts, [parsed[rel] for rel in run])
-    return Result(parsed, _dedupe(verdicts), unparsed, entry, tuple(sorted(run)))
+    return Result(parsed, _dedupe(verdicts), unparsed, entry, tuple(sorted(run)),
+                  prints=_prints(analysis, functions, reached, guards))
+
+
+def _prints(analysis: Analysis, functions, reached: set[str], guards: dict[str, frozenset]) -> tuple:
+    """Every print with the settings turned on that running it takes: its own tests and every
+    path to its function. A print the run was not seen to reach is taken to need nothing, so
+    that its lines speak for no setting."""
+    out = []
+    for fn in functions:
+        for regex, anchor, flags in analysis.summary(fn).prints:
+            needs = frozenset(f for f in flags | guards.get(fn.key, frozenset()) if f.endswith(":1:0"))
+            out.append((regex, anchor, needs if fn.key in reached else frozenset()))
+    return tuple(out)
 
 
 def _replaced_by_placing(v: Verdict) -> bool:

@@ -8,7 +8,7 @@ import dataclasses
 
 import libcst as cst
 
-from audits.legality import apis, operators, shapes
+from audits.legality import apis, operators, printed, shapes
 from audits.legality.program import ClassInfo, Function
 from audits.legality.values import (
     BLOB, EMPTY, GEN, GRAD, HASH, HOOK, LOADED, LOSSFN, MODEL, NORM, OPTIM, PROB, STAT, TARGET, TRAIN,
@@ -30,6 +30,9 @@ def call(w, node: cst.Call) -> Taint:
     args = [Arg(a.keyword.value if a.keyword else None, a.star, w.value(a.value), a.value)
             for a in node.args]
     func = node.func
+    message = printed.pattern(node, w.code)
+    if message is not None and w.recording:
+        w.prints.append((*message, w.switched))
     result = None
     qualified = w.p.qualified(w.rel, func) if isinstance(func, (cst.Name, cst.Attribute)) else None
     if qualified is not None:

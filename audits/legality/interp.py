@@ -39,6 +39,8 @@ class Summary:
     classes: set[str] = dataclasses.field(default_factory=set)
     # per function reached: the settings turned on (`if:NAME:1:0` flags) every place reaching it needs
     guards: dict[str, frozenset] = dataclasses.field(default_factory=dict)
+    # what it prints: (pattern, its longest literal, the settings tests the print runs under)
+    prints: list[tuple[str, str, frozenset]] = dataclasses.field(default_factory=list)
 
 
 class Analysis:
@@ -116,6 +118,7 @@ class FunctionWalk:
         self.saw_piece = False  # a tokenizer piece method was called (inside the current loop)
         self.storing = False
         self.switched: frozenset = frozenset()  # the settings tests the current code runs under
+        self.prints: list[tuple[str, str, frozenset]] = []
         self.codes: dict[int, str] = {}
 
     # --- driving -------------------------------------------------------------------------------
@@ -145,6 +148,7 @@ class FunctionWalk:
         self.summary.mutates = self.mutates
         self.summary.grad = self.grad
         self.summary.clears_grad = self.cleared_grad
+        self.summary.prints = self.prints
         self.summary.events = order.judge(self.fn, self.events)
 
     def _targets_from_shapes(self) -> set[int]:

@@ -89,6 +89,7 @@ class LogFile:
     rel: str
     sha256: str
     parsed: logparse.ParsedLog
+    text: str  # what was read of it (LOG_LIMIT)
 
 
 @dataclasses.dataclass
@@ -389,7 +390,7 @@ def _read_log(sub: Submission, path: Path, rel: str) -> None:
         return
     parsed = logparse.parse_log(text, display_name(rel))
     if parsed.looks_like_log:
-        sub.logs.append(LogFile(display_name(rel), hashlib.sha256(data).hexdigest(), parsed))
+        sub.logs.append(LogFile(display_name(rel), hashlib.sha256(data).hexdigest(), parsed, text))
 
 
 _REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")

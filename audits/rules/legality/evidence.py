@@ -7,6 +7,7 @@ import dataclasses
 import re
 
 from audits import legality
+from audits.legality import printed
 from audits.findings import Severity
 from audits.registry import ROWS, WORDS, found
 from audits.submission import runsettings
@@ -29,6 +30,8 @@ def findings(sub, rule: str, skip: frozenset[str] = frozenset()):
             yield found(rule, f"{rel} is a self-extracting wrapper whose code was not unwrapped, so "
                         "it was not checked", severity=Severity.INFO, file=rel, unchecked=True)
     on = runsettings.turned_on(sub)
+    for name, where in printed.turned_on(result.prints, sub.logs).items():
+        on.setdefault(name, where)
     causes: dict[tuple, list] = {}
     for verdict in sorted((v for v in result.of(rule) if v.kind not in skip), key=_order):
         verdict, turned_on = _as_run(verdict, on)
@@ -51,7 +54,8 @@ def _cause(v) -> tuple:
 def _as_run(v, on: dict[str, str]):
     """A verdict behind settings that are off by default weighs what it would with them on, when
     the folder's own runs turned every one of them on (its launch script, its README's command,
-    its logs' hyperparameters); returns it and where each setting was turned on."""
+    its logs' hyperparameters, a log line only that setting's code prints); returns it and where
+    each setting was turned on."""
     names = [s[: -len(" is set")] for s in v.settings if s.endswith(" is set")]
     if not v.settings or len(names) != len(v.settings) or not all(n in on for n in names):
         return v, ()

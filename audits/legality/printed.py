@@ -1,0 +1,143 @@
+"""Lines a script prints, and the settings it prints them under: a log line that only code behind
+`if args.ngram_eval:` prints shows that the run had NGRAM_EVAL on, whatever its launch command or
+hyperparameters say (many logs print neither).
+
+The walk notes each call of a print or logging function whose message is a string (`print`,
+`log0`, `logger.info`, a log file's `write`) as a pattern of its literal text, with the settings
+tests the call runs under. A log line matched by patterns speaks for the settings every one of
+them runs under: a message also printed outside the test proves nothing.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+_PRINTER = re.compile(r"print|log|info|warn|write", re.I)
+_PRINTER_OWNER = re.compile(r"print|log|stdout", re.I)
+_PERCENT = re.compile(r"%[-#0 +]*(?:\d+|\*)?(?:\.\d+)?[sdifgeExXrc]")
+_BRACES = re.compile(r"\{[^{}]*\}")
+_ESCAPE = re.compile(r"\\(.)")
+_ESCAPES = {"n": "\n", "t": "\t"}
+_HOLE = None  # a formatted value in the message's parts
+_ANY = r"[^{}]*?"  # what a value printed there may be: no braces, so source code never matches
+# A pattern says little unless its literal text does: 10 characters with a word in them
+_MIN_LITERAL = 10
+_WORD = re.compile(r"[A-Za-z_]{4,}")
+
+
+def pattern(call: cst.Call, code) -> tuple[str, str] | None:
+    """(the regular expression the first line of this call's message matches, its longest literal
+    piece) when the call prints (its function is named so, its first argument is a string) and
+    its literal text is telling."""
+    if not call.args or call.args[0].keyword is not None or call.args[0].star:
+        return None
+    if not isinstance(call.func, (cst.Name, cst.Attribute)):
+        return None
+    name = code(call.func)
+    last = name.rsplit(".", 1)[-1]
+    if not _PRINTER.search(last) or not _PRINTER_OWNER.search(name):
+        return None
+    parts = _parts(call.args[0].value)
+    if parts is None:
+        return None
+    parts = _first_line(parts)
+    literal = "".join(p for p in parts if p is not _HOLE)
+    if len(literal.strip()) < _MIN_LITERAL or not _WORD.search(literal):
+        return None
+    regex, hole = "", False
+    for part in parts:
+        if part is _HOLE:
+            hole = True
+            continue
+        regex += (_ANY if hole else "") + re.escape(part)
+        hole = False
+    return regex + (_ANY if hole else ""), max((p for p in parts if p is not _HOLE), key=len)
+
+
+def _parts(node: cst.BaseExpression) -> list | None:
+    """The message as literal strings and holes, or None where it is not a string."""
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return [value] if isinstance(value, str) else None
+    if isinstance(node, cst.ConcatenatedString):
+        left, right = _parts(node.left), _parts(node.right)
+        return left + right if left is not None and right is not None else None
+    if isinstance(node, cst.FormattedString):
+        raw = "r" in node.prefix.lower()
+        return [(p.value if raw else _unescape(p.value)) if isinstance(p, cst.FormattedStringText) else _HOLE
+                for p in node.parts]
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+        left = _parts(node.left)
+        return _split(left, _PERCENT) if left is not None else None
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+            and node.func.attr.value == "format":
+        base = _parts(node.func.value)
+        return _split(base, _BRACES) if base is not None else None
+    return None
+
+
+def _unescape(text: str) -> str:
+    """An f-string's text as printed (libcst keeps it as written): the escapes a message uses."""
+    return _ESCAPE.sub(lambda m: _ESCAPES.get(m.group(1), m.group(1)), text)
+
+
+def _split(parts: list, holes: re.Pattern) -> list:
+    out = []
+    for part in parts:
+        if part is _HOLE:
+            out.append(part)
+            continue
+        pieces = holes.split(part)
+        for i, piece in enumerate(pieces):
+            if i:
+                out.append(_HOLE)
+            out.append(piece)
+    return out
+
+
+def _first_line(parts: list) -> list:
+    out = []
+    for part in parts:
+        if part is not _HOLE and "\n" in part:
+            head = part.split("\n", 1)[0]
+            if head or not out:
+                out.append(head)
+            return out if any(p for p in out if p is not _HOLE) else []
+        out.append(part)
+    return out
+
+
+def turned_on(prints, logs) -> dict[str, str]:
+    """Setting name -> the log line that shows it on: a line only prints behind `if NAME:` write.
+    `prints`: (pattern, its longest literal, flags) of every print the analysis found, flags the
+    settings tests it runs under (`if:NAME:1:0`); `logs`: the folder's logs."""
+    # a match starts the line or follows a character that is no quote (a string in source code)
+    compiled = [(re.compile(r"(?:^|(?<=[^\"'\w]))" + regex + r"\s*$"), anchor, flags)
+                for regex, anchor, flags in prints]
+    found: dict[str, str] = {}
+    for log in logs:
+        skip = _source_lines(log.parsed)
+        for number, line in enumerate(log.text.splitlines(), 1):
+            if number in skip or len(line) > 2000:
+                continue
+            common = None
+            for regex, anchor, flags in compiled:
+                if anchor in line and regex.search(line):
+                    common = flags if common is None else common & flags
+                    if not common:
+                        break
+            for flag in sorted(common or ()):
+                _, name, need, default = flag.split(":")
+                if need == "1" and default == "0":
+                    found.setdefault(name, f"{log.rel}:{number} ({line.strip()[:120]})")
+    return found
+
+
+def _source_lines(parsed) -> range:
+    """The lines of the script's own source that a log carries at its top."""
+    block = parsed.embedded_source
+    if block is None or block.open_ended is not None:
+        return range(0)
+    return range(block.line, block.line + block.lines)
