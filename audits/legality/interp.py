@@ -118,6 +118,7 @@ class FunctionWalk:
         self.saw_piece = False  # a tokenizer piece method was called (inside the current loop)
         self.storing = False
         self.switched: frozenset = frozenset()  # the settings tests the current code runs under
+        self.later: frozenset = frozenset()  # flags of the loops whose first iteration skips this code
         self.prints: list[tuple[str, str, frozenset]] = []
         self.codes: dict[int, str] = {}
 
@@ -196,8 +197,8 @@ class FunctionWalk:
     def emit(self, event: Event) -> None:
         if not self.recording:
             return
-        if self.switched:  # inside `if FLAG:` on a setting read from the environment
-            event = dataclasses.replace(event, flags=event.flags | self.switched)
+        if self.switched or self.later:  # inside `if FLAG:` on a setting, `if epoch == E - 1:`
+            event = dataclasses.replace(event, flags=event.flags | self.switched | self.later)
         self.events.append(event)
 
     # --- statements ----------------------------------------------------------------------------
@@ -370,9 +371,11 @@ class FunctionWalk:
         body_needs, else_needs = self.requirements(node.test)
         before = dict(self.env)
         blocks = compound_blocks(node)
-        saved = self.switched
+        saved, later = self.switched, self.later
         self.switched = saved | env.needs(body_needs)
+        self.later = later | self.later_iterations(node.test)
         self.block(blocks[0], order.TERMINAL - 1 if syntax.leaves(blocks[0]) else -1)
+        self.later = later
         after_body = self.env
         self.env = dict(before)
         self.switched = saved | env.needs(else_needs)
@@ -380,6 +383,25 @@ class FunctionWalk:
             self.block(blocks[1], order.TERMINAL - 2 if syntax.leaves(blocks[1]) else -2)
         self.switched = saved
         self.env = env.join(after_body, self.env)
+
+    def later_iterations(self, test: cst.BaseExpression) -> frozenset:
+        """`order.later` flags of the enclosing loops whose counter the test requires past its
+        first value: `epoch == num_epochs - 1`, `epoch > 0`, `epoch != 0` (with `and`, either
+        side)."""
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            return self.later_iterations(test.left) | self.later_iterations(test.right)
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+                and isinstance(test.left, cst.Name)):
+            return frozenset()
+        comp = test.comparisons[0]
+        bound = syntax.number(comp.comparator)
+        past_first = (isinstance(comp.operator, (cst.GreaterThan, cst.NotEqual)) and bound == 0) or (
+            isinstance(comp.operator, (cst.Equal, cst.GreaterThanEqual)) and (bound is None or bound >= 1))
+        counters = [label[1] for label in self.env.get(test.left.value, EMPTY)
+                    if label[0] == "iter" and label[1] in self.loops]
+        if not past_first or len(counters) != 1:
+            return frozenset()
+        return frozenset({order.later(self.fn, counters[0])})
 
     def requirements(self, test: cst.BaseExpression) -> tuple[dict, dict]:
         """The settings (environment variables read into flags) the two branches of an `if` need:

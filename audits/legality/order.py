@@ -70,6 +70,13 @@ def common_loops(a: Site, b: Site) -> tuple:
     return tuple(out)
 
 
+def later(fn, loop) -> str:
+    """The flag of code that runs only after `loop`'s first iteration, in `fn` (`if epoch ==
+    num_epochs - 1:`): what it scores there, a score-first pass in an earlier iteration has
+    already trained on."""
+    return f"later:{fn.key}:{loop}"
+
+
 def varies(taint: Taint, loop) -> bool:
     """Does the data differ per iteration of `loop` (fresh or carried over)?"""
     return ("iter", loop) in taint or ("prev", loop) in taint
@@ -274,8 +281,14 @@ def judge(fn, events: list[Event]) -> list[Event]:
             continue
         flags = set(event.flags)
         first, closest = event.other, None
-        for score in scores:
-            found, resolved = _pair(event, score, backpropagated, events)
+        pairs = [(score, *_pair(event, score, backpropagated, events)) for score in scores]
+        # a loss logged in a later epoch of the training on tokens that a fresh pass scored first
+        # is no score (_pair's "kept_late")
+        scored_first = any(resolved and not found and _fresh(score, backpropagated)
+                           for score, found, resolved in pairs)
+        for score, found, resolved in pairs:
+            if scored_first:
+                found = [v for v in found if "kept_late" not in v.flags]
             if "passed" in event.flags:  # read so in a callee already: only a placement is new
                 found = [v for v in found if v.detail != VAL_IN_TRAINING]
             if found:
@@ -393,8 +406,14 @@ def _pair(update: Event, score: Event, backpropagated: set, events: list[Event])
         return [], True  # trains on the previous iteration's tokens, scored back then
     if order == "before":
         again = [loop for loop in loops if not (varies(score.taint, loop) and varies(update.taint, loop))]
+        # a total of the loss the update then trains on (one forward for both) is the training's
+        # log, unless only a later iteration of the repeating loop keeps it: then it is the score
+        kept_late = any(later(score.site.fn, loop) in score.flags for loop in again)
         if again and fresh:
             return _verdict(update, score, loops, "again", events), True
+        if again and kept_late:  # judge() drops it where a fresh score came first
+            return [dataclasses.replace(v, flags=v.flags | {"kept_late"})
+                    for v in _verdict(update, score, loops, "again", events)], True
         extra = data_roots(update.taint) - data_roots(score.taint)
         if loops and extra:  # the adaptation also reads data the scores do not: training data?
             return [Event("judgment", update.site, update.taint, score.taint, detail=TRAIN_AT_EVAL,

@@ -1,0 +1,50 @@
+"""A score kept only in a later epoch of the loop around a score-first pass (`if epoch ==
+EPOCHS - 1:`) is a score after the adaptation, also where it reads the loss the update trains on;
+a loss kept so after a fresh pass scored the tokens is the training's log, not a score."""
+
+from legality_fixtures import ROOT
+from support import audit_findings, by_rule, write_folder
+
+SHARED = (ROOT / "ttt_shared_forward_last_epoch.py").read_text()
+_LOOP = SHARED[SHARED.index("def adapt_and_score"):SHARED.index("def main")]
+# The chunk is scored by a forward of its own first; the epochs then train on it, keeping the
+# last epoch's training loss for the log.
+LOGGED = SHARED.replace(_LOOP, """def adapt_and_score(model, tokens):
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    n_chunks = (tokens.numel() - 1) // CHUNK
+    nll, count, last_train_loss = 0.0, 0, 0.0
+    for ci in range(n_chunks):
+        x = tokens[ci * CHUNK:(ci + 1) * CHUNK]
+        y = tokens[ci * CHUNK + 1:(ci + 1) * CHUNK + 1]
+        with torch.no_grad():
+            scored = model(x, y)
+            nll += scored.sum().item()
+            count += scored.numel()
+        for epoch in range(EPOCHS):
+            per_token = model(x, y)
+            if epoch == EPOCHS - 1:
+                last_train_loss += per_token.mean().item()
+            opt.zero_grad()
+            per_token.mean().backward()
+            opt.step()
+    print(f"ttt_train_loss:{last_train_loss / n_chunks:.4f}")
+    return nll / count
+
+
+""")
+
+
+def _ttt(tmp_path, source):
+    folder = write_folder(tmp_path, {"train_gpt.py": source})
+    return by_rule(audit_findings(folder, only=frozenset({"TTT_SCORE_AFTER_ADAPT"})), "TTT_SCORE_AFTER_ADAPT")
+
+
+def test_the_last_epochs_score_of_a_shared_forward_fails(tmp_path):
+    f = _ttt(tmp_path, SHARED)
+    assert [(str(x.severity), x.line) for x in f] == [("FAIL", SHARED[:SHARED.index("opt.step()  # expect")].count("\n") + 1)]
+    assert "scored again" in f[0].message
+
+
+def test_a_training_loss_logged_in_the_last_epoch_after_a_fresh_score_is_no_score(tmp_path):
+    assert "with torch.no_grad():\n            scored = model(x, y)" in LOGGED
+    assert not by_rule(_ttt(tmp_path, LOGGED), "TTT_SCORE_AFTER_ADAPT", "FAIL")
