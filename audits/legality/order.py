@@ -282,9 +282,12 @@ def judge(fn, events: list[Event]) -> list[Event]:
         flags = set(event.flags)
         first, closest = event.other, None
         pairs = [(score, *_pair(event, score, backpropagated, events)) for score in scores]
-        # a loss logged in a later epoch of the training on tokens that a fresh pass scored first
-        # is no score (_pair's "kept_late")
+        # a loss logged in a later epoch of the training on tokens that a fresh pass scored first,
+        # in the same iteration of every loop that gives the update its tokens, is no score
+        # (_pair's "kept_late")
+        own = [loop for loop in event.site.loops if varies(event.taint, loop)]
         scored_first = any(resolved and not found and _fresh(score, backpropagated)
+                           and all(loop in score.site.loops for loop in own)
                            for score, found, resolved in pairs)
         for score, found, resolved in pairs:
             if scored_first:
