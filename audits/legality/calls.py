@@ -30,8 +30,8 @@ def call(w, node: cst.Call) -> Taint:
     args = [Arg(a.keyword.value if a.keyword else None, a.star, w.value(a.value), a.value)
             for a in node.args]
     func = node.func
-    message = printed.pattern(node, w.code)
-    if message is not None and w.recording:
+    message = printed.pattern(node, w.code) if w.recording else None
+    if message is not None:
         w.prints.append((*message, w.switched))
     result = None
     qualified = w.p.qualified(w.rel, func) if isinstance(func, (cst.Name, cst.Attribute)) else None

@@ -10,6 +10,7 @@ them runs under: a message also printed outside the test proves nothing.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import libcst as cst
@@ -27,13 +28,17 @@ _MIN_LITERAL = 10
 _WORD = re.compile(r"[A-Za-z_]{4,}")
 
 
+_MESSAGES = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.BinaryOperation, cst.Call)
+
+
 def pattern(call: cst.Call, code) -> tuple[str, str] | None:
     """(the regular expression the first line of this call's message matches, its longest literal
     piece) when the call prints (its function is named so, its first argument is a string) and
     its literal text is telling."""
+    # every call of the walk comes here: the cheap tests first, the function's name last
     if not call.args or call.args[0].keyword is not None or call.args[0].star:
         return None
-    if not isinstance(call.func, (cst.Name, cst.Attribute)):
+    if not isinstance(call.args[0].value, _MESSAGES) or not isinstance(call.func, (cst.Name, cst.Attribute)):
         return None
     name = code(call.func)
     last = name.rsplit(".", 1)[-1]
@@ -101,10 +106,8 @@ def _first_line(parts: list) -> list:
     out = []
     for part in parts:
         if part is not _HOLE and "\n" in part:
-            head = part.split("\n", 1)[0]
-            if head or not out:
-                out.append(head)
-            return out if any(p for p in out if p is not _HOLE) else []
+            out.append(part.split("\n", 1)[0])
+            break
         out.append(part)
     return out
 
@@ -113,13 +116,18 @@ def turned_on(prints, logs) -> dict[str, str]:
     """Setting name -> the log line that shows it on: a line only prints behind `if NAME:` write.
     `prints`: (pattern, its longest literal, flags) of every print the analysis found, flags the
     settings tests it runs under (`if:NAME:1:0`); `logs`: the folder's logs."""
+    return dict(_turned_on(prints, tuple((log.rel, log.text, _source_lines(log.parsed)) for log in logs)))
+
+
+@functools.lru_cache(maxsize=4)
+def _turned_on(prints, logs) -> tuple:
+    """turned_on's items, once per folder: every legality rule asks (a scan of each log line)."""
     # a match starts the line or follows a character that is no quote (a string in source code)
     compiled = [(re.compile(r"(?:^|(?<=[^\"'\w]))" + regex + r"\s*$"), anchor, flags)
                 for regex, anchor, flags in prints]
     found: dict[str, str] = {}
-    for log in logs:
-        skip = _source_lines(log.parsed)
-        for number, line in enumerate(log.text.splitlines(), 1):
+    for rel, text, skip in logs:
+        for number, line in enumerate(text.splitlines(), 1):
             if number in skip or len(line) > 2000:
                 continue
             common = None
@@ -131,8 +139,8 @@ def turned_on(prints, logs) -> dict[str, str]:
             for flag in sorted(common or ()):
                 _, name, need, default = flag.split(":")
                 if need == "1" and default == "0":
-                    found.setdefault(name, f"{log.rel}:{number} ({line.strip()[:120]})")
-    return found
+                    found.setdefault(name, f"{rel}:{number} ({line.strip()[:120]})")
+    return tuple(found.items())
 
 
 def _source_lines(parsed) -> range:

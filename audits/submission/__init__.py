@@ -89,7 +89,7 @@ class LogFile:
     rel: str
     sha256: str
     parsed: logparse.ParsedLog
-    text: str  # what was read of it (LOG_LIMIT)
+    text: str  # what was read of it (at most LOG_LIMIT bytes)
 
 
 @dataclasses.dataclass

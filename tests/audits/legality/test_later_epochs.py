@@ -41,7 +41,8 @@ def _ttt(tmp_path, source):
 
 def test_the_last_epochs_score_of_a_shared_forward_fails(tmp_path):
     f = _ttt(tmp_path, SHARED)
-    assert [(str(x.severity), x.line) for x in f] == [("FAIL", SHARED[:SHARED.index("opt.step()  # expect")].count("\n") + 1)]
+    step_line = SHARED[:SHARED.index("opt.step()  # expect")].count("\n") + 1
+    assert [(str(x.severity), x.line) for x in f] == [("FAIL", step_line)]
     assert "scored again" in f[0].message
 
 

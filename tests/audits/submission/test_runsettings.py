@@ -164,22 +164,20 @@ _STEP = "step:1/10 train_loss:6.9 train_time:100ms\n"
 def test_a_log_line_only_the_gated_code_prints_turns_the_setting_on(tmp_path):
     assert _ANNOUNCE in ANNOUNCED
     log = _STEP + "slot: optimizing a delta, steps=8 lr=0.005\nfinal_slot val_loss:2.1\n"
-    f = by_rule(audit_findings(write_folder(tmp_path, {"train_gpt.py": ANNOUNCED, "train_seed42.log": log}),
-                               only=frozenset({"SLOT"})), "SLOT")
+    f = _slot(tmp_path, **{"train_gpt.py": ANNOUNCED, "train_seed42.log": log})
     assert {str(x.severity) for x in f} == {"FAIL"}
-    assert "the run turned it on: train_seed42.log:2 (slot: optimizing a delta, steps=8 lr=0.005)" in f[0].message
+    assert ("the run turned it on: train_seed42.log:2 (slot: optimizing a delta, steps=8 lr=0.005)"
+            in f[0].message)
 
 
 def test_a_line_also_printed_outside_the_test_or_quoted_from_source_proves_nothing(tmp_path):
     both = ANNOUNCED.replace("def main():\n", "def main():\n" + _ANNOUNCE[8:])
     assert both.count(_ANNOUNCE.strip()) == 2
     log = _STEP + "slot: optimizing a delta, steps=8 lr=0.005\n"
-    f = by_rule(audit_findings(write_folder(tmp_path / "a", {"train_gpt.py": both, "train_seed42.log": log}),
-                               only=frozenset({"SLOT"})), "SLOT")
+    f = _slot(tmp_path / "a", **{"train_gpt.py": both, "train_seed42.log": log})
     assert {str(x.severity) for x in f} == {"WARN"}
     quoted = _STEP + _ANNOUNCE + 'print("slot: optimizing a delta, steps=")\n'  # the script's text in its log
-    f = by_rule(audit_findings(write_folder(tmp_path / "b", {"train_gpt.py": ANNOUNCED, "train_seed42.log": quoted}),
-                               only=frozenset({"SLOT"})), "SLOT")
+    f = _slot(tmp_path / "b", **{"train_gpt.py": ANNOUNCED, "train_seed42.log": quoted})
     assert {str(x.severity) for x in f} == {"WARN"}
 
 
@@ -188,11 +186,11 @@ def test_a_line_printed_in_a_function_reached_only_behind_the_setting_counts(tmp
     and it goes through the script's own logger (`log0(msg)`)."""
     source = SELF_READING.replace(
         "    val_tokens = data.val_tokens\n",
-        "    val_tokens = data.val_tokens\n    log0('slot_eval: windows of %d tokens, stride %d' % (seq_len, stride))\n",
+        "    val_tokens = data.val_tokens\n"
+        "    log0('slot_eval: windows of %d tokens, stride %d' % (seq_len, stride))\n",
     ).replace("\nclass Settings:", "\ndef log0(msg):\n    print(msg, flush=True)\n\n\nclass Settings:")
     assert "log0('slot_eval" in source and "def log0(msg)" in source
     log = _STEP + "slot_eval: windows of 1024 tokens, stride 512\n"
-    f = by_rule(audit_findings(write_folder(tmp_path, {"train_gpt.py": source, "train_seed42.log": log}),
-                               only=frozenset({"SLOT"})), "SLOT")
+    f = _slot(tmp_path, **{"train_gpt.py": source, "train_seed42.log": log})
     assert {str(x.severity) for x in f} == {"FAIL"}
     assert "train_seed42.log:2 (slot_eval: windows of 1024 tokens, stride 512)" in f[0].message
