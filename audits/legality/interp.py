@@ -119,6 +119,7 @@ class FunctionWalk:
         self.storing = False
         self.switched: frozenset = frozenset()  # the settings tests the current code runs under
         self.later: frozenset = frozenset()  # flags of the loops whose first iteration skips this code
+        self.zeroed: dict[str, set] = {}  # totals set to zero inside loops they come from outside of
         self.prints: list[tuple[str, str, frozenset]] = []
         self.codes: dict[int, str] = {}
 
@@ -263,6 +264,10 @@ class FunctionWalk:
         self.tilts = []
         if isinstance(node, cst.Expr):
             self.value(node.value)
+            call = node.value
+            if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
+                    and call.func.attr.value == "zero_":  # `doc_loss[b].zero_()`
+                self.zero(call.func.value)
         elif isinstance(node, cst.Assign):
             parts = syntax.unpacked(node)
             if parts is not None:  # `x, y = t[:-1], t[1:]`: each name gets its own value
@@ -274,6 +279,11 @@ class FunctionWalk:
             self.note_slice(node.value)
             self.note_subset(node)
             for target in node.targets:
+                # `total = 0.0`, `nll, count = 0.0, 0`, `acc[b] = torch.zeros(n)`: totals started afresh
+                names = [e.value for e in target.target.elements] if parts is not None else [target.target]
+                for name, value in zip(names, parts if parts is not None else [node.value]):
+                    if syntax.is_zero(value):
+                        self.zero(name)
                 if self.descent(target.target, node.value, taint, node):
                     continue
                 self.accumulation(target.target, node.value, taint, node)
@@ -445,6 +455,9 @@ class FunctionWalk:
         if not isinstance(test, (cst.Name, cst.Attribute)):
             return {}, {}  # only a setting read directly (evaluating it again records nothing)
         flags = kinds(self.value(test), "flag")
+        if isinstance(test, cst.Attribute):  # a settings object's field, not all it holds
+            own = {label for label in flags if label[1].lower() == test.attr.value.lower()}
+            flags = own or flags
         return ({label[1]: (True, label[2]) for label in flags},
                 {label[1]: (False, label[2]) for label in flags})
 
@@ -471,6 +484,8 @@ class FunctionWalk:
         saw_piece, self.saw_piece = self.saw_piece, False
         for n in range(passes):
             self.recording = recording and n == passes - 1
+            for zeroed in self.zeroed.values():  # only a zero before the score in one iteration counts
+                zeroed.discard(lid)
             if is_for:
                 self.bind(node.target, operators.as_bytes(header) | {label})
             self.block(body, 0)
@@ -585,16 +600,28 @@ class FunctionWalk:
         if isinstance(target, cst.Name):
             if root not in {n.value for n in syntax.name_nodes(value_node)}:
                 return
-        self.score(root, value, node)
+        self.score(root, value, node, summed=isinstance(target, cst.Name))
 
-    def score(self, root: str, value: Taint, node: cst.CSTNode) -> None:
+    def zero(self, target: cst.BaseExpression) -> None:
+        """A total set to zero: in each enclosing loop it comes from outside of, what it holds
+        after that loop is the last iteration's alone."""
+        root = syntax.root_name(target)
+        for lid, entry in zip(self.loops, self.loop_entry):
+            if root is not None and root in entry:
+                self.zeroed.setdefault(root, set()).add(lid)
+
+    def score(self, root: str, value: Taint, node: cst.CSTNode, summed: bool = True) -> None:
         """A value on data kept in a running total (or in a parameter the caller passed): a score
-        when the value is a loss or model output, which may only be known at the call site."""
+        when the value is a loss or model output, which may only be known at the call site. A
+        sum (`+=`, not an item stored, `scores[i] = nll`) zeroed earlier in an iteration of a loop
+        keeps that loop's last iteration only (`order.later`)."""
         if self.fn.is_module_method:
             return  # a model's own bookkeeping (skip connections, auxiliary losses)
         if not has_data(value) or not self._outer(root):
             return
-        self.emit(Event("score", self.site(node), value))
+        zeroed = self.zeroed.get(root, ()) if summed else ()
+        late = frozenset(order.later(self.fn, lid) for lid in self.loops if lid in zeroed)
+        self.emit(Event("score", self.site(node), value, flags=late))
 
     def aug_assign(self, node: cst.AugAssign) -> None:
         value = self.value(node.value)

@@ -64,6 +64,15 @@ def root_name(node) -> str | None:
     return node.value if isinstance(node, cst.Name) else None
 
 
+def is_zero(value) -> bool:
+    """`0`, `0.0`, `torch.zeros(...)`, `torch.zeros_like(...)`: a total started afresh."""
+    if number(value) == 0:
+        return True
+    func = value.func if isinstance(value, cst.Call) else None
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    return name in ("zeros", "zeros_like")
+
+
 def is_false(test) -> bool:
     return (isinstance(test, cst.Name) and test.value == "False") or (
         isinstance(test, cst.Integer) and test.value == "0")

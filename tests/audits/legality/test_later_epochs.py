@@ -1,6 +1,7 @@
 """A score kept only in a later epoch of the loop around a score-first pass (`if epoch ==
-EPOCHS - 1:`) is a score after the adaptation, also where it reads the loss the update trains on;
-a loss kept so after a fresh pass scored the tokens is the training's log, not a score."""
+EPOCHS - 1:`, or a total zeroed at each epoch's start) is a score after the adaptation, also
+where it reads the loss the update trains on; a loss kept so after a fresh pass scored the
+tokens is the training's log, not a score."""
 
 from legality_fixtures import ROOT
 from support import audit_findings, by_rule, write_folder
@@ -49,3 +50,16 @@ def test_the_last_epochs_score_of_a_shared_forward_fails(tmp_path):
 def test_a_training_loss_logged_in_the_last_epoch_after_a_fresh_score_is_no_score(tmp_path):
     assert "with torch.no_grad():\n            scored = model(x, y)" in LOGGED
     assert not by_rule(_ttt(tmp_path, LOGGED), "TTT_SCORE_AFTER_ADAPT", "FAIL")
+
+
+def test_a_total_zeroed_at_each_epochs_start_keeps_the_last_epochs_score(tmp_path):
+    """Every epoch scores, but the total starts again at zero in each: what remains after the
+    loop is the last epoch's score (PRs #596, #605, #614)."""
+    source = SHARED.replace("    for epoch in range(EPOCHS):\n",
+                            "    for epoch in range(EPOCHS):\n        nll, count = 0.0, 0\n").replace(
+        "            if epoch == EPOCHS - 1:\n                with torch.no_grad():\n"
+        "                    nll += per_token.sum().item()\n                    count += per_token.numel()\n",
+        "            with torch.no_grad():\n                nll += per_token.sum().item()\n"
+        "                count += per_token.numel()\n")
+    assert "        nll, count = 0.0, 0\n" in source and "if epoch ==" not in source
+    assert [str(x.severity) for x in _ttt(tmp_path, source)] == ["FAIL"]

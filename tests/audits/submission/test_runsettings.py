@@ -194,3 +194,21 @@ def test_a_line_printed_in_a_function_reached_only_behind_the_setting_counts(tmp
     f = _slot(tmp_path, **{"train_gpt.py": source, "train_seed42.log": log})
     assert {str(x.severity) for x in f} == {"FAIL"}
     assert "train_seed42.log:2 (slot_eval: windows of 1024 tokens, stride 512)" in f[0].message
+
+
+def test_a_test_of_one_field_needs_that_setting_alone(tmp_path):
+    """`if settings.log_every > 0:` on an object made here that also holds SLOT_ENABLED needs
+    LOG_EVERY only (the object's value holds every setting it was made from), so the line it
+    prints says nothing of SLOT_ENABLED."""
+    source = SELF_READING.replace(
+        '    slot_enabled = bool(int(_E("SLOT_ENABLED", "0")))\n',
+        '    def __init__(self):\n        self.slot_enabled = bool(int(_E("SLOT_ENABLED", "0")))\n'
+        '        self.log_every = int(_E("LOG_EVERY", "0"))\n',
+    ).replace("def run_evals(settings, model, data):\n",
+              "def run_evals(_, model, data):\n    settings = Settings()\n    if settings.log_every > 0:\n"
+              "        print(f\"evaluation starts, logging every {settings.log_every} windows\")\n")
+    assert "if settings.log_every > 0:" in source and 'self.log_every = int(_E("LOG_EVERY"' in source
+    log = _STEP + "evaluation starts, logging every 50 windows\n"
+    f = _slot(tmp_path, **{"train_gpt.py": source, "train_seed42.log": log})
+    assert {str(x.severity) for x in f} == {"WARN"}
+    assert "only when SLOT_ENABLED is set;" in f[0].message
