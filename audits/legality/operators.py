@@ -7,6 +7,7 @@ import re
 
 import libcst as cst
 
+from audits.legality import syntax
 from audits.legality.values import (
     BLOB, EMPTY, GEN, INDICATOR, MODEL, PROB, STAT, TARGET, TRAIN, VAL, Taint, has_data, kinds,
 )
@@ -153,7 +154,7 @@ def tilt_excess(node, boost_names: frozenset[str] = frozenset()) -> list[cst.Bas
 
 def boost_factor(node) -> bool:
     """`w - 1` or `expm1(b)`: a one-token tilt's boost less one."""
-    return _minus_one(node) or _called_name(node) == "expm1"
+    return _minus_one(node) or syntax.called_name(node) == "expm1"
 
 
 def _terms(node, sign: int) -> list[tuple[int, cst.BaseExpression]]:
@@ -182,13 +183,6 @@ def _minus_one(node) -> bool:
     """`w - 1`."""
     return isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract) \
         and _is_one(node.right)
-
-
-def _called_name(node) -> str | None:
-    if not isinstance(node, cst.Call):
-        return None
-    func = node.func
-    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
 
 
 def is_ln2(node) -> bool:

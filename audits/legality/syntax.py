@@ -64,13 +64,17 @@ def root_name(node) -> str | None:
     return node.value if isinstance(node, cst.Name) else None
 
 
+def called_name(node) -> str | None:
+    """The last name of the function a call calls (`torch.expm1(x)`: expm1), else None."""
+    if not isinstance(node, cst.Call):
+        return None
+    func = node.func
+    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+
+
 def is_zero(value) -> bool:
     """`0`, `0.0`, `torch.zeros(...)`, `torch.zeros_like(...)`: a total started afresh."""
-    if number(value) == 0:
-        return True
-    func = value.func if isinstance(value, cst.Call) else None
-    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-    return name in ("zeros", "zeros_like")
+    return number(value) == 0 or called_name(value) in ("zeros", "zeros_like")
 
 
 def is_false(test) -> bool:
