@@ -4,7 +4,7 @@ run in parallel on one host, one GPU each, then one table.
     python -m benchmarks.ablation run --docs DOCS --tokenizer MODEL --work WORK --gpus 4 \\
         [--seconds 180] [--num-val-docs 1030] [--caseops] \\
         [--record-script train_gpt.py --record-env benchmarks/pr1855.env \\
-         --record-set EMA_DECAY=0.921] ARM ...
+         --record-set EMA_DECAY=0.921 [--record-artifact final_model.int6.ptz]] ARM ...
     python -m benchmarks.ablation table WORK
 
 An arm is `record`, `frontier`, `record+T` for a technique T of the frontier preset (its settings
@@ -12,7 +12,9 @@ as the preset has them: TECHNIQUES below), `frontier+X` for a technique X not in
 `record_script`: the script of --record-script run by `benchmarks.record_script` on shards made
 once in WORK/data, with --record-env's settings and then --record-set's (for what this run's
 length changes: the record's EMA decay, 0.9965, is tuned for ~4,550 steps and leaves about half
-the average at the initial weights after 200; pgolf rescales its own, `scaled_ema_decay`).
+the average at the initial weights after 200; pgolf rescales its own, `scaled_ema_decay`);
+with --record-artifact, the script's TTT evaluation alone of the artifact an earlier run of it
+saved (`benchmarks.record_script --artifact`), on the same shards.
 Every other arm is `benchmarks.user_path` (data, train, package, audit) in WORK/ARM. At most
 --gpus arms run at once, each seeing one GPU (CUDA_VISIBLE_DEVICES); an arm's output is
 WORK/ARM.log. A run refuses to start on GPUs where nvidia-smi lists a process already: its
@@ -184,7 +186,8 @@ def arm_commands(args) -> dict[str, list[str]]:
                          "--data", str(args.work / "data"), "--tokenizer", str(args.tokenizer),
                          "--work", str(args.work / arm), *common,
                          *(["--env-file", str(args.record_env)] if args.record_env else []),
-                         *(a for item in args.record_set for a in ("--set", item))]
+                         *(a for item in args.record_set for a in ("--set", item)),
+                         *(["--artifact", str(args.record_artifact)] if args.record_artifact else [])]
             continue
         settings = [a for name, value in arm_settings(arm).items() for a in ("--set", f"{name}={value}")]
         jobs[arm] = [sys.executable, "-m", "benchmarks.user_path", "--docs", str(args.docs),
@@ -255,6 +258,8 @@ def main(argv: list[str] | None = None) -> None:
     go.add_argument("--record-env", type=Path, help="its settings (NAME=VALUE lines)")
     go.add_argument("--record-set", action="append", default=[], metavar="NAME=VALUE",
                     help="one more setting of the record's script, after --record-env's")
+    go.add_argument("--record-artifact", type=Path,
+                    help="the record script's quantized model from an earlier run: its TTT alone")
     show = commands.add_parser("table", help="the table of a finished run")
     show.add_argument("work", type=Path)
     args = parser.parse_args(argv)

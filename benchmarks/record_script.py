@@ -1,7 +1,7 @@
 """A record's own `train_gpt.py` on pgolf's shards, for the side-by-side with `pgolf train`.
 
     python -m benchmarks.record_script SCRIPT --data DIR --tokenizer MODEL --work WORK \\
-        [--seconds 180] [--env-file benchmarks/pr1855.env] [--set NAME=VALUE ...]
+        [--seconds 180] [--env-file benchmarks/pr1855.env] [--set NAME=VALUE ...] [--artifact FILE]
 
 SCRIPT runs unchanged as one process in WORK (so with the gradient accumulation of 8 that the
 records use at world size 1), with the settings of --env-file and then --set, and four the
@@ -9,6 +9,11 @@ benchmark gives as the records name them: DATA_PATH, TOKENIZER_PATH, MAX_WALLCLO
 SEED (42, as `benchmarks.user_path`). Where FlashAttention 3 (`flash_attn_interface`) is not
 installed, `benchmarks/fa3_shim` comes first on the script's import path: its module of that name
 serves FA3's two functions through pgolf's FlashAttention 4 ops, the one change to the record.
+
+With --artifact, the quantized model the script saved in an earlier run is put in WORK under the
+name the script loads it by, and the script runs with its own TTT_EVAL_ONLY=1: no training, no
+export, only its TTT evaluation of that model. So a run too long for one GPU session can be split
+in two; the data and tokenizer must be those the artifact was trained and scored with.
 
 The script's output goes to WORK/script.log. Printed and written to WORK/record_script.json: the
 wall time, the steps and training time where it stopped, each `NAME val_loss:... val_bpb:...` line
@@ -37,6 +42,8 @@ _STOP = re.compile(r"^stopping_early: \w+ train_time: (\d+)ms step: (\d+)/", re.
 _SCORE = re.compile(r"^(\S.*?) val_loss:([\d.]+) val_bpb:([\d.]+)(?: eval_time:(\d+)ms)?\s*$", re.M)
 _SIZE = re.compile(r"^Total submission size (\S+): (\d+) bytes", re.M)
 _EVAL = re.compile(r"^total_eval_time:([\d.]+)s", re.M)
+# Where #1855's script saves its quantized model, and loads it from with TTT_EVAL_ONLY=1.
+ARTIFACT_NAME = "final_model.int6.ptz"
 
 
 def _setting(text: str, where: str) -> tuple[str, str]:
@@ -88,9 +95,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--env-file", type=Path, help="the record's settings, NAME=VALUE lines")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="one more setting, after the file's")
+    parser.add_argument("--artifact", type=Path,
+                        help=f"the script's {ARTIFACT_NAME} of an earlier run: its TTT evaluation alone")
     args = parser.parse_args(argv)
-    for path, what in ((args.script, "script"), (args.data, "data folder"),
-                       (args.tokenizer, "tokenizer")):
+    inputs = [(args.script, "script"), (args.data, "data folder"), (args.tokenizer, "tokenizer")]
+    if args.artifact:
+        inputs.append((args.artifact, "artifact"))
+    for path, what in inputs:
         if not path.exists():
             raise SystemExit(f"no {what} at {path}")
     if args.work.exists() and any(args.work.iterdir()):
@@ -99,9 +110,13 @@ def main(argv: list[str] | None = None) -> None:
     settings.update(_setting(item, "--set") for item in args.set)
     settings.update(DATA_PATH=str(args.data.resolve()), TOKENIZER_PATH=str(args.tokenizer.resolve()),
                     MAX_WALLCLOCK_SECONDS=f"{args.seconds:g}", SEED=str(SEED))
+    if args.artifact:
+        settings["TTT_EVAL_ONLY"] = "1"
 
     args.work.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(args.script, args.work / "train_gpt.py")
+    if args.artifact:
+        shutil.copyfile(args.artifact, args.work / ARTIFACT_NAME)
     output = args.work / "script.log"
     started = time.perf_counter()
     with open(output, "w") as sink:

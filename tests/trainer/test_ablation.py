@@ -160,13 +160,16 @@ def test_the_record_script_gets_its_env_file_then_the_record_settings(tmp_path):
         arms=["record", "record_script"], docs=Path("d.jsonl"), tokenizer=Path("t.model"),
         work=tmp_path, seconds=180.0, num_val_docs=None, caseops=True,
         record_script=Path("train_gpt.py"), record_env=Path("pr1855.env"),
-        record_set=["EMA_DECAY=0.921", "TTT_LORA_RANK=64"])
+        record_set=["EMA_DECAY=0.921", "TTT_LORA_RANK=64"], record_artifact=None)
     jobs = ablation.arm_commands(args)
     script = jobs["record_script"]
     assert script[script.index("--env-file") + 1] == "pr1855.env"
     assert script[script.index("--env-file") + 2:] == ["--set", "EMA_DECAY=0.921",
                                                        "--set", "TTT_LORA_RANK=64"]
     assert "EMA_DECAY=0.921" not in jobs["record"]  # pgolf's arms rescale their own
+    args.record_artifact = Path("saved/final_model.int6.ptz")
+    script = ablation.arm_commands(args)["record_script"]
+    assert script[-2:] == ["--artifact", "saved/final_model.int6.ptz"]
 
 
 def test_a_record_script_arm_runs_on_shards_made_with_the_data_options(tmp_path, capfd, monkeypatch):

@@ -45,9 +45,12 @@ def test_log_figures_of_a_run_that_stopped_early_are_empty():
 STAND_IN = textwrap.dedent("""\
     import json, os, sys
     import flash_attn_interface
-    names = ("DATA_PATH", "TOKENIZER_PATH", "MAX_WALLCLOCK_SECONDS", "SEED", "MATRIX_LR", "TTT_LORA_RANK")
+    names = ("DATA_PATH", "TOKENIZER_PATH", "MAX_WALLCLOCK_SECONDS", "SEED", "MATRIX_LR",
+             "TTT_LORA_RANK", "TTT_EVAL_ONLY")
+    saved = "final_model.int6.ptz"
     with open("given.json", "w") as f:
         json.dump({"shim": flash_attn_interface.__file__, "cwd": os.getcwd(),
+                   "artifact": open(saved).read() if os.path.exists(saved) else None,
                    **{n: os.environ.get(n) for n in names}}, f)
     sys.stdout.write(LOG)
     sys.exit(int(os.environ.get("EXIT", "0")))
@@ -79,12 +82,28 @@ def test_the_script_runs_in_work_with_settings_and_the_fa3_shim(tmp_path, capsys
     assert given["TOKENIZER_PATH"] == str((tmp_path / "tok.model").resolve())
     assert (given["MAX_WALLCLOCK_SECONDS"], given["SEED"]) == ("180", "42")
     assert (given["MATRIX_LR"], given["TTT_LORA_RANK"]) == ("0.026", "96")  # --set after the file
+    assert given["TTT_EVAL_ONLY"] is None and given["artifact"] is None
     summary = json.loads((work / "record_script.json").read_text())
     assert summary["exit_code"] == 0 and summary["steps"] == 251
     assert summary["scores"]["quantized_ttt_phased"]["val_bpb"] == 1.05989454
     out = capsys.readouterr().out
     assert "251 steps in 172.031 s; 15897259 bytes" in out
     assert "quantized_ttt_phased: val_bpb 1.05989 in 508.8 s" in out
+
+
+@pytest.mark.skipif(importlib.util.find_spec("flash_attn_interface") is not None,
+                    reason="FlashAttention 3 is installed: the script imports it, not the shim")
+def test_an_artifact_runs_the_scripts_ttt_alone_on_it(tmp_path):
+    args = _setup(tmp_path)
+    saved = tmp_path / "earlier" / "final_model.int6.ptz"
+    saved.parent.mkdir()
+    saved.write_text("the earlier run's quantized model")
+    work = tmp_path / "work"
+    record_script.main([str(tmp_path / "train_gpt.py"), *args, "--work", str(work),
+                        "--artifact", str(saved)])
+    given = json.loads((work / "given.json").read_text())
+    assert given["TTT_EVAL_ONLY"] == "1"
+    assert given["artifact"] == "the earlier run's quantized model"  # where the script loads it
 
 
 def test_a_failed_script_is_reported_with_its_figures_kept(tmp_path):
@@ -101,6 +120,7 @@ def test_a_failed_script_is_reported_with_its_figures_kept(tmp_path):
     ("set", r"--set: not NAME=VALUE: 'SEED'"),
     ("work", r"is not empty; give a new folder"),
     ("script", r"no script at "),
+    ("artifact", r"no artifact at .*missing\.ptz"),
 ])
 def test_bad_input_stops_with_one_line_before_running(tmp_path, problem, message):
     args = _setup(tmp_path)
@@ -110,6 +130,8 @@ def test_bad_input_stops_with_one_line_before_running(tmp_path, problem, message
         (tmp_path / "record.env").write_text("# settings\nMATRIX_LR 0.026\n")
     elif problem == "set":
         extra = ["--set", "SEED"]
+    elif problem == "artifact":
+        extra = ["--artifact", str(tmp_path / "missing.ptz")]
     elif problem == "work":
         work.mkdir()
         (work / "old.txt").write_text("kept")
