@@ -219,3 +219,27 @@ def test_the_compiled_adapter_pass_is_one_graph_for_every_width():
         doc_ttt.adapt_batch(model, adapters, tokens, batch, tally, _ones, seq_len=64, chunk=8,
                             lr=1e-2, logits_fn=logits_fn)
     assert int(tally.tokens) == 199 and len(graphs) == 1
+
+
+def test_the_compiled_adapter_pass_keeps_its_one_graph_through_the_sgd_phases():
+    """The whole evaluation, groups and the SGD phases between them, through one compiled
+    graph: an SGD phase trains the model (its `training` flag, its parameters' requires_grad)
+    and must leave nothing a guard of the first graph reads changed. PR #1855's script
+    recompiles its whole model after each of its phases (docs/benchmarks.md, seventh run)."""
+    cfg = load_config(env={}, overrides={"PRESET": "tiny", "DOC_MASK": "1"})
+    torch.manual_seed(0)
+    model = GPT(cfg)
+    model.looping_active = True
+    graphs = []
+
+    def count(graph, inputs):
+        graphs.append(graph)
+        return graph.forward
+    logits_fn = torch.compile(model.forward_logits, dynamic=True, fullgraph=True, backend=count)
+    tokens = _tokens(n=200, doc_every=30)
+    lines = []
+    doc_ttt.eval_doc_ttt(model, tokens, _ones, seq_len=32, chunk=8, batch_docs=2, lora_rank=4,
+                         lr=1e-2, phases=2, phase_docs=4, sgd=SGD, log=lines.append,
+                         logits_fn=logits_fn)
+    assert sum(line.startswith("ttt_lora:sgd") for line in lines) == 2
+    assert len(graphs) == 1
