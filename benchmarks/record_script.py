@@ -127,9 +127,10 @@ def main(argv: list[str] | None = None) -> None:
     summary = {"exit_code": done.returncode, "wall_seconds": seconds, **figures,
                "settings": settings}
     (args.work / "record_script.json").write_text(json.dumps(summary, indent=2) + "\n")
-    print(f"{args.script.name}: exit {done.returncode} after {seconds:.1f} s; "
-          f"{figures['steps']} steps in {figures['train_seconds']} s; "
-          f"{figures['total_bytes']} bytes; eval {figures['total_eval_seconds']} s")
+    ran = (f"TTT alone on {args.artifact}" if args.artifact else
+           f"{figures['steps']} steps in {figures['train_seconds']} s; {figures['total_bytes']} bytes")
+    print(f"{args.script.name}: exit {done.returncode} after {seconds:.1f} s; {ran}; "
+          f"eval {figures['total_eval_seconds']} s")
     for name, score in figures["scores"].items():
         print(f"  {name}: val_bpb {score['val_bpb']:.5f}"
               + (f" in {score['eval_seconds']:.1f} s" if score["eval_seconds"] else ""))

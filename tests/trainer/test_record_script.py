@@ -93,7 +93,7 @@ def test_the_script_runs_in_work_with_settings_and_the_fa3_shim(tmp_path, capsys
 
 @pytest.mark.skipif(importlib.util.find_spec("flash_attn_interface") is not None,
                     reason="FlashAttention 3 is installed: the script imports it, not the shim")
-def test_an_artifact_runs_the_scripts_ttt_alone_on_it(tmp_path):
+def test_an_artifact_runs_the_scripts_ttt_alone_on_it(tmp_path, capsys):
     args = _setup(tmp_path)
     saved = tmp_path / "earlier" / "final_model.int6.ptz"
     saved.parent.mkdir()
@@ -104,6 +104,7 @@ def test_an_artifact_runs_the_scripts_ttt_alone_on_it(tmp_path):
     given = json.loads((work / "given.json").read_text())
     assert given["TTT_EVAL_ONLY"] == "1"
     assert given["artifact"] == "the earlier run's quantized model"  # where the script loads it
+    assert f"TTT alone on {saved}; eval 508.8 s" in capsys.readouterr().out
 
 
 def test_a_failed_script_is_reported_with_its_figures_kept(tmp_path):
