@@ -120,6 +120,9 @@ class FunctionWalk:
         self.switched: frozenset = frozenset()  # the settings tests the current code runs under
         self.later: frozenset = frozenset()  # flags of the loops whose first iteration skips this code
         self.zeroed: dict[str, set] = {}  # totals set to zero inside loops they come from outside of
+        # names bound to a test (`should_score = every or epoch == E - 1`): an `if` on the name
+        # reads the test itself, as a setting read through a name is read
+        self.tests: dict[str, cst.BaseExpression] = {}
         self.prints: list[tuple[str, str, frozenset]] = []
         self.codes: dict[int, str] = {}
 
@@ -292,6 +295,8 @@ class FunctionWalk:
                         self.bind(element.value, part_taint)
                 else:
                     self.bind(target.target, taint)
+                if isinstance(target.target, cst.Name) and syntax.is_test(node.value):
+                    self.tests[target.target.value] = node.value
                 if self.saw_norm and isinstance(target.target, cst.Name):
                     self.log_names.add(target.target.value)
                 if isinstance(target.target, cst.Name) and operators.boost_factor(node.value):
@@ -378,28 +383,38 @@ class FunctionWalk:
             elif isinstance(node.orelse, cst.If):
                 self.block([node.orelse], -2)
             return
-        body_needs, else_needs = self.requirements(node.test)
+        test = self.tests.get(node.test.value, node.test) if isinstance(node.test, cst.Name) else node.test
+        body_needs, else_needs = self.requirements(test)
         before = dict(self.env)
         blocks = compound_blocks(node)
         saved, later = self.switched, self.later
         self.switched = saved | env.needs(body_needs)
-        self.later = later | self.later_iterations(node.test)
+        self.later = later | self.later_iterations(test)
+        tests = dict(self.tests)
         self.block(blocks[0], order.TERMINAL - 1 if syntax.leaves(blocks[0]) else -1)
         self.later = later
-        after_body = self.env
-        self.env = dict(before)
+        after_body, body_tests = self.env, self.tests
+        self.env, self.tests = dict(before), tests
         self.switched = saved | env.needs(else_needs)
         if len(blocks) > 1:
             self.block(blocks[1], order.TERMINAL - 2 if syntax.leaves(blocks[1]) else -2)
         self.switched = saved
         self.env = env.join(after_body, self.env)
+        # a name stays bound to a test only where both branches leave it bound to the same one
+        self.tests = {name: t for name, t in self.tests.items() if body_tests.get(name) is t}
 
     def later_iterations(self, test: cst.BaseExpression) -> frozenset:
         """`order.later` flags of the enclosing loops whose counter the test requires past its
         first value: `epoch == num_epochs - 1`, `epoch > 0`, `epoch != 0` (with `and`, either
-        side)."""
+        side; with `or`, both sides, or the one left where the other needs a setting that is off
+        by default)."""
         if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
             return self.later_iterations(test.left) | self.later_iterations(test.right)
+        if isinstance(test, cst.BooleanOperation):
+            sides = [side for side in (test.left, test.right) if not self.off_by_default(side)]
+            if len(sides) == 1:
+                return self.later_iterations(sides[0])
+            return self.later_iterations(test.left) & self.later_iterations(test.right)
         if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
                 and isinstance(test.left, cst.Name)):
             return frozenset()
@@ -412,6 +427,10 @@ class FunctionWalk:
         if not past_first or len(counters) != 1:
             return frozenset()
         return frozenset({order.later(self.fn, counters[0])})
+
+    def off_by_default(self, test: cst.BaseExpression) -> bool:
+        """Whether the test holds only with a setting changed from its default."""
+        return any(need != default for need, default in self.requirements(test)[0].values())
 
     def requirements(self, test: cst.BaseExpression) -> tuple[dict, dict]:
         """The settings (environment variables read into flags) the two branches of an `if` need:
@@ -514,6 +533,7 @@ class FunctionWalk:
     def bind(self, target: cst.BaseExpression, taint: Taint) -> None:
         if isinstance(target, cst.Name):
             name = target.value
+            self.tests.pop(name, None)
             if name in self.target_names:
                 taint = taint | {TARGET}
             if self.while_loops:

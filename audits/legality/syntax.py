@@ -77,6 +77,12 @@ def is_zero(value) -> bool:
     return number(value) == 0 or called_name(value) in ("zeros", "zeros_like")
 
 
+def is_test(value) -> bool:
+    """A comparison, `and` / `or`, or `not`: an expression whose value is a truth value."""
+    return isinstance(value, (cst.Comparison, cst.BooleanOperation)) or (
+        isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Not))
+
+
 def is_false(test) -> bool:
     return (isinstance(test, cst.Name) and test.value == "False") or (
         isinstance(test, cst.Integer) and test.value == "0")

@@ -63,3 +63,46 @@ def test_a_total_zeroed_at_each_epochs_start_keeps_the_last_epochs_score(tmp_pat
         "                count += per_token.numel()\n")
     assert "        nll, count = 0.0, 0\n" in source and "if epoch ==" not in source
     assert [str(x.severity) for x in _ttt(tmp_path, source)] == ["FAIL"]
+
+
+def test_a_last_epoch_test_through_a_name_with_an_option_off_by_default_fails(tmp_path):
+    """`should_score = every or epoch == EPOCHS - 1`, then `if should_score:` (PR #595): with the
+    option at its default only the last epoch scores, so the finding is no "only when the
+    option is set" WARN."""
+    source = SHARED.replace(
+        "    for epoch in range(EPOCHS):\n",
+        "    every = bool(int(os.environ.get(\"TTT_SCORE_EVERY_EPOCH\", \"0\")))\n"
+        "    for epoch in range(EPOCHS):\n        should_score = every or epoch == EPOCHS - 1\n").replace(
+        "            if epoch == EPOCHS - 1:\n", "            if should_score:\n")
+    assert "if should_score:" in source
+    f = _ttt(tmp_path, source)
+    assert [str(x.severity) for x in f] == ["FAIL"] and "scored again" in f[0].message
+    assert "not with the default settings" not in f[0].message
+
+
+def test_a_training_loss_kept_through_a_name_after_a_fresh_score_is_still_no_score(tmp_path):
+    source = LOGGED.replace("            if epoch == EPOCHS - 1:\n",
+                            "            last = epoch == EPOCHS - 1\n            if last:\n")
+    assert "if last:" in source
+    assert not by_rule(_ttt(tmp_path, source), "TTT_SCORE_AFTER_ADAPT", "FAIL")
+
+
+
+def test_a_name_bound_to_the_counter_test_on_one_branch_reads_the_same_whichever_branch_it_is(tmp_path):
+    """`should_score` is the last-epoch test on one branch of a data-dependent `if` and True on
+    the other: what the audit makes of it must not depend on which branch comes first."""
+    def variant(first, second):
+        return SHARED.replace(
+            "            per_token = model(x, y)\n",
+            "            per_token = model(x, y)\n            if ci % 2 == 0:\n"
+            f"                should_score = {first}\n            else:\n"
+            f"                should_score = {second}\n").replace(
+            "            if epoch == EPOCHS - 1:\n", "            if should_score:\n")
+    last = "epoch == EPOCHS - 1"
+    readings = []
+    for first, second in ((last, "True"), ("True", last)):
+        source = variant(first, second)
+        assert source.count("should_score = ") == 2
+        (tmp_path / first[:4]).mkdir()
+        readings.append([(str(x.severity), x.line) for x in _ttt(tmp_path / first[:4], source)])
+    assert readings[0] == readings[1]
