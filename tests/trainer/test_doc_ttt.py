@@ -193,12 +193,12 @@ def test_two_ranks_agree_with_one(tmp_path):
     assert results[0] == results[1]  # every rank reports the same all-reduced figures
 
 
-def test_the_compiled_adapter_pass_is_one_graph_for_every_width():
-    """LoRA TTT's pass is compiled with dynamic shapes, each graph a compile of the whole model
-    (minutes on the GPU): windows of every width, the first as wide as its chunk and the last
-    past the rotary training length, document-masked, must all take the first graph."""
-    cfg = load_config(env={}, overrides={"PRESET": "tiny", "ROPE_TRAIN_SEQ_LEN": "32",
-                                         "DOC_MASK": "1"})
+def _counted_compile(**settings):
+    """A tiny document-masked model with looping on, and its `forward_logits` compiled with LoRA
+    TTT's options through a backend that appends each graph it is given to the returned list."""
+    from trainer.scoring import LORA_TTT_COMPILE
+
+    cfg = load_config(env={}, overrides={"PRESET": "tiny", "DOC_MASK": "1", **settings})
     torch.manual_seed(0)
     model = GPT(cfg)
     model.looping_active = True
@@ -207,7 +207,14 @@ def test_the_compiled_adapter_pass_is_one_graph_for_every_width():
     def count(graph, inputs):
         graphs.append(graph)
         return graph.forward
-    logits_fn = torch.compile(model.forward_logits, dynamic=True, fullgraph=True, backend=count)
+    return model, torch.compile(model.forward_logits, backend=count, **LORA_TTT_COMPILE), graphs
+
+
+def test_the_compiled_adapter_pass_is_one_graph_for_every_width():
+    """LoRA TTT's pass is compiled with dynamic shapes, each graph a compile of the whole model
+    (minutes on the GPU): windows of every width, the first as wide as its chunk and the last
+    past the rotary training length, document-masked, must all take the first graph."""
+    model, logits_fn, graphs = _counted_compile(ROPE_TRAIN_SEQ_LEN="32")
     tokens = _tokens(n=200, doc_every=90)
     docs = doc_ttt.documents(tokens)
     assert [hi - lo for lo, hi in docs] == [90, 10, 80, 19]
@@ -226,16 +233,7 @@ def test_the_compiled_adapter_pass_keeps_its_one_graph_through_the_sgd_phases():
     graph: an SGD phase trains the model (its `training` flag, its parameters' requires_grad)
     and must leave nothing a guard of the first graph reads changed. PR #1855's script
     recompiles its whole model after each of its phases (docs/benchmarks.md, seventh run)."""
-    cfg = load_config(env={}, overrides={"PRESET": "tiny", "DOC_MASK": "1"})
-    torch.manual_seed(0)
-    model = GPT(cfg)
-    model.looping_active = True
-    graphs = []
-
-    def count(graph, inputs):
-        graphs.append(graph)
-        return graph.forward
-    logits_fn = torch.compile(model.forward_logits, dynamic=True, fullgraph=True, backend=count)
+    model, logits_fn, graphs = _counted_compile()
     tokens = _tokens(n=200, doc_every=30)
     lines = []
     doc_ttt.eval_doc_ttt(model, tokens, _ones, seq_len=32, chunk=8, batch_docs=2, lora_rank=4,
