@@ -4,8 +4,9 @@ Unfused, the up projection writes its (tokens, hidden) output, an elementwise ke
 back to apply the activation, and the backward does the same for the activation's derivative.
 Here the up projection's epilogue writes the pre-activation (kept for the backward) and the
 activation, and the backward's first GEMM, grad_y @ W_proj, multiplies by the derivative in its
-epilogue and re-derives the activation there for W_proj's gradient. Forward and backward are
-each one torch custom op, opaque to torch.compile, joined by autograd.
+epilogue and re-derives the activation there for W_proj's gradient. A residual, where given, is
+added by the down projection's epilogue (trainer/model.py, scaled_residual). Forward and
+backward are each one torch custom op, opaque to torch.compile, joined by autograd.
 
 leaky(h) = 0.5 (h + relu(h)); d/dh leaky(h)^2 = 0.5 h + 1.5 relu(h).
 """
@@ -41,15 +42,18 @@ def epilogues():
 
 
 @torch.library.custom_op("pgolf::leaky_sq_mlp_fwd", mutates_args=())
-def mlp_fwd(x: torch.Tensor, w_fc: torch.Tensor,
-            w_proj: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """x (M, dim), w_fc (hidden, dim), w_proj (dim, hidden) -> (y (M, dim), pre-activation)."""
+def mlp_fwd(x: torch.Tensor, w_fc: torch.Tensor, w_proj: torch.Tensor,
+            residual: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """x (M, dim), w_fc (hidden, dim), w_proj (dim, hidden), residual (M, dim) or None
+    -> (y (M, dim), pre-activation); y includes the residual."""
     up = epilogues()[0](x, w_fc.t(), tuned=False)
-    return up["postact"] @ w_proj.t(), up["D"]
+    if residual is None:
+        return up["postact"] @ w_proj.t(), up["D"]
+    return torch.addmm(residual, up["postact"], w_proj.t()), up["D"]
 
 
 @mlp_fwd.register_fake
-def _mlp_fwd_fake(x, w_fc, w_proj):
+def _mlp_fwd_fake(x, w_fc, w_proj, residual):
     return x.new_empty(x.size(0), w_proj.size(0)), x.new_empty(x.size(0), w_fc.size(0))
 
 
@@ -67,20 +71,28 @@ def _mlp_bwd_fake(dy, x, w_fc, w_proj, pre):
 
 
 def _mlp_setup(ctx, inputs, output):
-    ctx.save_for_backward(*inputs, output[1])
+    x, w_fc, w_proj, residual = inputs
+    ctx.save_for_backward(x, w_fc, w_proj, output[1])
+    ctx.has_residual = residual is not None
 
 
 def _mlp_backward(ctx, dy, dpre):
     x, w_fc, w_proj, pre = ctx.saved_tensors
-    return mlp_bwd(dy.contiguous(), x, w_fc, w_proj, pre)
+    dy = dy.contiguous()
+    return *mlp_bwd(dy, x, w_fc, w_proj, pre), dy if ctx.has_residual else None
 
 
 mlp_fwd.register_autograd(_mlp_backward, setup_context=_mlp_setup)
 
 
-def fused_mlp(x: torch.Tensor, w_fc: torch.Tensor, w_proj: torch.Tensor) -> torch.Tensor:
-    """proj(leaky_relu(fc(x), 0.5)^2) for x (..., dim), through the fused GEMMs."""
-    y = mlp_fwd(x.reshape(-1, x.size(-1)).contiguous(), w_fc.contiguous(), w_proj.contiguous())[0]
+def fused_mlp(x: torch.Tensor, w_fc: torch.Tensor, w_proj: torch.Tensor,
+              residual: torch.Tensor | None = None) -> torch.Tensor:
+    """proj(leaky_relu(fc(x), 0.5)^2) for x (..., dim), plus `residual` (..., dim) where
+    given, through the fused GEMMs."""
+    if residual is not None:
+        residual = residual.reshape(-1, residual.size(-1)).contiguous()
+    y = mlp_fwd(x.reshape(-1, x.size(-1)).contiguous(), w_fc.contiguous(), w_proj.contiguous(),
+                residual)[0]
     return y.view(*x.shape[:-1], y.size(-1))
 
 

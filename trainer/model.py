@@ -124,6 +124,11 @@ class CausalSelfAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor],
                 segments: torch.Tensor | None, k_lora: nn.Module | None = None) -> torch.Tensor:
+        return self.proj(self.heads(x, rope, segments, k_lora))
+
+    def heads(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor],
+              segments: torch.Tensor | None, k_lora: nn.Module | None = None) -> torch.Tensor:
+        """The heads' outputs side by side (B, T, dim): the attention before its projection."""
         B, T, _ = x.shape
         q = self.c_q(x).view(B, T, self.num_heads, self.head_dim)
         k = self.c_k(x) if k_lora is None else self.c_k(x) + k_lora(x)
@@ -144,7 +149,7 @@ class CausalSelfAttention(nn.Module):
                 y = exclusive_self_attention(y, v)
         if self.head_gate is not None:
             y = self.head_gate(y, x)
-        return self.proj(y.reshape(B, T, -1))
+        return y.reshape(B, T, -1)
 
 
 class MLP(nn.Module):
@@ -161,8 +166,34 @@ class MLP(nn.Module):
             # Training and TTT; scoring keeps the PyTorch ops, as for XSA below, and so does
             # LoRA TTT, whose frozen weights need no gradient (the fused backward computes them).
             return fused_mlp(x, self.fc.weight.to(x.dtype), self.proj.weight.to(x.dtype))
+        return self.proj(self._hidden(x))
+
+    def add_to(self, residual: torch.Tensor, x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+        """residual + scale * self(x), the sum and the scale inside the down projection
+        (scaled_residual); for training and TTT's steps, as the fused kernels."""
+        w_proj = scaled_weight(self.proj, scale, x.dtype)
+        if self.fused and self.fc.weight.requires_grad:
+            return fused_mlp(x, self.fc.weight.to(x.dtype), w_proj, residual)
+        return scaled_residual(residual, self._hidden(x), w_proj)
+
+    def _hidden(self, x: torch.Tensor) -> torch.Tensor:
         # Squared LeakyReLU keeps a gradient for negative inputs, which relu^2 zeroes (PR #493).
-        return self.proj(F.leaky_relu(self.fc(x), self.negative_slope).square())
+        return F.leaky_relu(self.fc(x), self.negative_slope).square()
+
+
+def scaled_weight(linear: CastedLinear, scale: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """linear's weight with output channel j multiplied by scale[j], in `dtype`:
+    scale * linear(x) is x @ scaled_weight.T."""
+    return (linear.weight * scale[:, None]).to(dtype)
+
+
+def scaled_residual(residual: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """residual + x @ weight.T as one GEMM whose epilogue adds the residual (addmm). With a
+    block's per-channel scale folded into the weight (scaled_weight), the block's output is
+    written once: neither the projection's output nor its scaled copy is stored, and the
+    backward needs neither (the scale's gradient comes through the weight's)."""
+    out = torch.addmm(residual.reshape(-1, residual.size(-1)), x.reshape(-1, x.size(-1)), weight.t())
+    return out.view_as(residual)
 
 
 class Block(nn.Module):
@@ -184,12 +215,24 @@ class Block(nn.Module):
         """`lora`: this layer's per-document adapters of test-time training (trainer/lora.py)."""
         mix = self.resid_mix.to(x.dtype)
         x = mix[0] * x + mix[1] * x0
+        if lora is None and torch.is_grad_enabled():
+            return self._forward_folded(x, rope, segments)
         attn_out = self._attend(self.attn_norm(x) * self.ln_scale_factor, rope, segments, lora)
         if self.parallel:  # attention and MLP both read the block input (GPT-J)
             mlp_out = self._mlp(self.mlp_norm(x) * self.ln_scale_factor, lora)
             return x + self.attn_scale.to(x.dtype) * attn_out + self.mlp_scale.to(x.dtype) * mlp_out
         x = x + self.attn_scale.to(x.dtype) * attn_out
         return x + self.mlp_scale.to(x.dtype) * self._mlp(self.mlp_norm(x) * self.ln_scale_factor, lora)
+
+    def _forward_folded(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor],
+                        segments: torch.Tensor | None) -> torch.Tensor:
+        """forward's function with each residual add inside its projection (scaled_residual).
+        Training and TTT's steps only: scoring and the Hessians' calibration, which hooks the
+        projections' inputs, keep forward's modules, as for the fused kernels."""
+        heads = self.attn.heads(self.attn_norm(x) * self.ln_scale_factor, rope, segments)
+        y = scaled_residual(x, heads, scaled_weight(self.attn.proj, self.attn_scale, x.dtype))
+        mlp_in = x if self.parallel else y  # parallel: the MLP reads the block input too
+        return self.mlp.add_to(y, self.mlp_norm(mlp_in) * self.ln_scale_factor, self.mlp_scale)
 
     def forward_lanes(self, attn_lane: torch.Tensor, mlp_lane: torch.Tensor, x0: torch.Tensor,
                       rope: tuple[torch.Tensor, torch.Tensor], segments: torch.Tensor | None,

@@ -18,12 +18,13 @@ gpu = pytest.mark.skipif(
     reason="the fused MLP needs a CUDA GPU and the quack-kernels package")
 
 
-def _reference(x, w_fc, w_proj):
-    return F.linear(F.leaky_relu(F.linear(x, w_fc), 0.5).square(), w_proj)
+def _reference(x, w_fc, w_proj, residual=None):
+    y = F.linear(F.leaky_relu(F.linear(x, w_fc), 0.5).square(), w_proj)
+    return y if residual is None else residual + y
 
 
-def _outputs(fn, x, w_fc, w_proj, grad):
-    leaves = [t.detach().requires_grad_() for t in (x, w_fc, w_proj)]
+def _outputs(fn, grad, *inputs):
+    leaves = [t.detach().requires_grad_() for t in inputs]
     out = fn(*leaves)
     return [out.detach(), *torch.autograd.grad(out, leaves, grad)]
 
@@ -37,17 +38,19 @@ def _inputs(M, dim, hidden, seed):
     x = torch.randn(M // 256, 256, dim, device="cuda", generator=gen)
     w_fc = torch.randn(hidden, dim, device="cuda", generator=gen) * dim**-0.5
     w_proj = torch.randn(dim, hidden, device="cuda", generator=gen) * hidden**-0.5
-    grad = torch.randn(M // 256, 256, dim, device="cuda", generator=gen)
-    return [t.bfloat16() for t in (x, w_fc, w_proj, grad)]
+    grad, residual = torch.randn(2, M // 256, 256, dim, device="cuda", generator=gen)
+    return [t.bfloat16() for t in (x, w_fc, w_proj, grad, residual)]
 
 
 @gpu
 @pytest.mark.parametrize("M, dim, hidden", [(4096, 512, 2048), (1024, 256, 1024)])
-def test_fused_matches_fp64_as_closely_as_the_torch_ops(M, dim, hidden):
-    x, w_fc, w_proj, grad = _inputs(M, dim, hidden, seed=dim)
-    ours = _outputs(fused_mlp, x, w_fc, w_proj, grad)
-    bf16 = _outputs(_reference, x, w_fc, w_proj, grad)
-    exact = _outputs(_reference, x.double(), w_fc.double(), w_proj.double(), grad.double())
+@pytest.mark.parametrize("with_residual", [False, True])
+def test_fused_matches_fp64_as_closely_as_the_torch_ops(M, dim, hidden, with_residual):
+    x, w_fc, w_proj, grad, residual = _inputs(M, dim, hidden, seed=dim)
+    inputs = (x, w_fc, w_proj, residual) if with_residual else (x, w_fc, w_proj)
+    ours = _outputs(fused_mlp, grad, *inputs)
+    bf16 = _outputs(_reference, grad, *inputs)
+    exact = _outputs(_reference, grad.double(), *(t.double() for t in inputs))
     for value, plain, expected in zip(ours, bf16, exact):
         assert value.dtype == torch.bfloat16 and torch.isfinite(value).all()
         error = _relative(value, expected)
@@ -56,14 +59,14 @@ def test_fused_matches_fp64_as_closely_as_the_torch_ops(M, dim, hidden):
 
 @gpu
 def test_compiled_graph_keeps_the_op_and_matches_eager():
-    x, w_fc, w_proj, grad = _inputs(2048, 512, 2048, seed=3)
+    x, w_fc, w_proj, grad, _ = _inputs(2048, 512, 2048, seed=3)
 
     def block(x, w_fc, w_proj):
-        return x + fused_mlp(x * 0.5, w_fc, w_proj)
+        return fused_mlp(x * 0.5, w_fc, w_proj, residual=x)
 
     compiled = torch.compile(block, fullgraph=True, dynamic=False)  # fails on a graph break
-    for value, expected in zip(_outputs(compiled, x, w_fc, w_proj, grad),
-                               _outputs(block, x, w_fc, w_proj, grad)):
+    for value, expected in zip(_outputs(compiled, grad, x, w_fc, w_proj),
+                               _outputs(block, grad, x, w_fc, w_proj)):
         assert _relative(value, expected) < 1e-2
 
 

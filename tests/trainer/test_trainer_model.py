@@ -149,6 +149,39 @@ def test_each_output_reaches_the_lanes_its_weights_say():
     assert torch.allclose(after[1], mlp_lane + mlp_out, atol=1e-6)
 
 
+def _block_by_its_modules(block, x, x0, rope):
+    """Block.forward's formula through its modules, the residual adds as their own ops."""
+    mix, ln = block.resid_mix, block.ln_scale_factor
+    x = mix[0] * x + mix[1] * x0
+    y = x + block.attn_scale * block.attn(block.attn_norm(x) * ln, rope, None)
+    mlp_in = x if block.parallel else y
+    return y + block.mlp_scale * block.mlp(block.mlp_norm(mlp_in) * ln)
+
+
+@pytest.mark.parametrize("layer", [1, 5])  # sequential; parallel (PARALLEL_RESIDUAL_START=4)
+def test_residual_adds_folded_into_the_projections_are_the_same_block(layer):
+    """With gradients on, a block adds each residual inside its projection's GEMM, the scale in
+    the weight (model.scaled_residual): the same function and the same gradients as its
+    modules' formula, and scoring (no gradients) runs that formula."""
+    model = _trained_like(TINY).double()
+    block = model.blocks[layer]
+    assert block.parallel == (layer >= TINY.parallel_residual_start)
+    rope = model.rotary(12, torch.device("cpu"))
+    x, x0, grad = torch.randn(3, 2, 12, 64, dtype=torch.float64)
+    outputs = []
+    for run in (block, _block_by_its_modules):
+        block.zero_grad()
+        leaves = [t.clone().requires_grad_() for t in (x, x0)]
+        out = run(block, *leaves, rope) if run is _block_by_its_modules else run(*leaves, rope)
+        out.backward(grad)
+        outputs.append([out.detach(), *(t.grad for t in leaves),
+                        *(p.grad.clone() for p in block.parameters())])
+    for folded, plain in zip(*outputs):
+        assert torch.allclose(folded, plain, rtol=1e-10, atol=1e-12)
+    with torch.no_grad():
+        assert torch.allclose(block(x, x0, rope), outputs[1][0], rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize("start", ["-1", "3"])  # no parallel layer; one the loops run again
 def test_two_lanes_need_parallel_layers_to_the_end(start):
     with pytest.raises(TrainerError, match=f"PARALLEL_LANES=1 needs PARALLEL_RESIDUAL_START={start} "
