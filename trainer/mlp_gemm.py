@@ -5,7 +5,7 @@ back to apply the activation, and the backward does the same for the activation'
 Here the up projection's epilogue writes the pre-activation (kept for the backward) and the
 activation, and the backward's first GEMM, grad_y @ W_proj, multiplies by the derivative in its
 epilogue and re-derives the activation there for W_proj's gradient. A residual, where given, is
-added by the down projection's epilogue (trainer/model.py, scaled_residual). Forward and
+accumulated onto by the down projection (addmm; trainer/model.py, scaled_residual). Forward and
 backward are each one torch custom op, opaque to torch.compile, joined by autograd.
 
 leaky(h) = 0.5 (h + relu(h)); d/dh leaky(h)^2 = 0.5 h + 1.5 relu(h).

@@ -188,10 +188,10 @@ def scaled_weight(linear: CastedLinear, scale: torch.Tensor, dtype: torch.dtype)
 
 
 def scaled_residual(residual: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """residual + x @ weight.T as one GEMM whose epilogue adds the residual (addmm). With a
-    block's per-channel scale folded into the weight (scaled_weight), the block's output is
-    written once: neither the projection's output nor its scaled copy is stored, and the
-    backward needs neither (the scale's gradient comes through the weight's)."""
+    """residual + x @ weight.T as one GEMM that accumulates onto the residual (addmm; on CUDA
+    PyTorch first copies the residual into the output). With a block's per-channel scale folded
+    into the weight (scaled_weight), neither the projection's output nor its scaled copy is
+    stored, and the backward needs neither (the scale's gradient comes through the weight's)."""
     out = torch.addmm(residual.reshape(-1, residual.size(-1)), x.reshape(-1, x.size(-1)), weight.t())
     return out.view_as(residual)
 
