@@ -1,4 +1,5 @@
 import dataclasses
+import functools
 
 import pytest
 import torch
@@ -162,17 +163,17 @@ def _block_by_its_modules(block, x, x0, rope):
 def test_residual_adds_folded_into_the_projections_are_the_same_block(layer):
     """With gradients on, a block adds each residual inside its projection's GEMM, the scale in
     the weight (model.scaled_residual): the same function and the same gradients as its
-    modules' formula, and scoring (no gradients) runs that formula."""
+    modules' formula; without gradients (scoring's path) the output is the same."""
     model = _trained_like(TINY).double()
     block = model.blocks[layer]
     assert block.parallel == (layer >= TINY.parallel_residual_start)
     rope = model.rotary(12, torch.device("cpu"))
     x, x0, grad = torch.randn(3, 2, 12, 64, dtype=torch.float64)
     outputs = []
-    for run in (block, _block_by_its_modules):
+    for run in (block, functools.partial(_block_by_its_modules, block)):
         block.zero_grad()
         leaves = [t.clone().requires_grad_() for t in (x, x0)]
-        out = run(block, *leaves, rope) if run is _block_by_its_modules else run(*leaves, rope)
+        out = run(*leaves, rope)
         out.backward(grad)
         outputs.append([out.detach(), *(t.grad for t in leaves),
                         *(p.grad.clone() for p in block.parameters())])
@@ -191,18 +192,20 @@ def test_folded_residual_adds_are_as_accurate_in_bf16():
     rope = model.rotary(64, torch.device("cpu"))
     x, x0, grad = torch.randn(3, 4, 64, 64)
 
+    by_modules = functools.partial(_block_by_its_modules, block)
+
     def outputs(run, dtype, autocast):
         block.zero_grad()
         leaves = [t.to(dtype).requires_grad_() for t in (x, x0)]
         with torch.autocast("cpu", torch.bfloat16, enabled=autocast):
-            out = run(block, *leaves, rope) if run is _block_by_its_modules else run(*leaves, rope)
+            out = run(*leaves, rope)
         out.backward(grad.to(out.dtype))
         return [out.detach(), *(t.grad for t in leaves), *(p.grad.clone() for p in block.parameters())]
 
     block.double()
-    exact = outputs(_block_by_its_modules, torch.float64, False)
+    exact = outputs(by_modules, torch.float64, False)
     block.float()
-    folded, plain = outputs(block, torch.float32, True), outputs(_block_by_its_modules, torch.float32, True)
+    folded, plain = outputs(block, torch.float32, True), outputs(by_modules, torch.float32, True)
 
     def median_error(values):
         errors = [((v.double() - e).norm() / e.norm()).item() for v, e in zip(values, exact)]
