@@ -829,7 +829,9 @@ class FunctionWalk:
                 taint |= {("gate", self.site(node), "compare")}
             if operators.picks_by_outcome(left | right):
                 taint |= {("select", self.site(node))}
-        return taint
+        # Whether a table held an entry (`total > 0`) is no key: positions picked by it, and the
+        # scored tokens at them, are not hashed (their reads are not lookups by a hashed key).
+        return frozenset(label for label in taint if label != HASH and label[0] != "keyed")
 
     def loss_target_vs_gathered(self, left: cst.BaseExpression, right: cst.BaseExpression) -> bool:
         """`targets == hint_ids` where `targets` is a loss's target and `hint_ids` only a gather's
