@@ -30,6 +30,8 @@ class Summary:
     """What calling a function does, in terms of its parameters."""
 
     returns: Taint = EMPTY
+    # where every return is a tuple of one length: what each position holds (`a, b = f(x)`)
+    elements: tuple[Taint, ...] | None = None
     mutates: dict[int, Taint] = dataclasses.field(default_factory=dict)
     grad: Taint = EMPTY  # losses backpropagated and not yet consumed by an optimizer step
     clears_grad: bool = False  # it zeroes gradients (so the caller's pending ones are gone)
@@ -107,6 +109,10 @@ class FunctionWalk:
         self.recording = True
         self.events: list[Event] = []
         self.returns: Taint = EMPTY
+        self.tuple_returns: list[list[Taint]] = []  # each `return a, b`'s elements
+        self.other_return = False  # a return or yield of anything but a tuple
+        # per call node: the elements each summary applied at it returns (calls.apply)
+        self.call_elements: dict[int, list[tuple[Taint, ...] | None]] = {}
         self.mutates: dict[int, Taint] = {}
         self.shapes_seen: list[tuple] = []  # assigned slices of data: (node, base, shape, taint)
         self.subsets: dict[str, str] = {}  # `jv = j[valid]`: a name holding some of another's items
@@ -150,11 +156,18 @@ class FunctionWalk:
             self.target_names |= self.discovered
         self.a.active.pop(self.fn.key, None)
         self.summary.returns = self.returns
+        self.summary.elements = self._elements()
         self.summary.mutates = self.mutates
         self.summary.grad = self.grad
         self.summary.clears_grad = self.cleared_grad
         self.summary.prints = self.prints
         self.summary.events = order.judge(self.fn, self.events)
+
+    def _elements(self) -> tuple[Taint, ...] | None:
+        lengths = {len(parts) for parts in self.tuple_returns}
+        if self.other_return or len(lengths) != 1:
+            return None
+        return tuple(frozenset().union(*column) for column in zip(*self.tuple_returns))
 
     def _targets_from_shapes(self) -> set[int]:
         """Subscripts that select the position after others of the same tokens: the targets."""
@@ -273,11 +286,13 @@ class FunctionWalk:
                 self.zero(call.func.value)
         elif isinstance(node, cst.Assign):
             parts = syntax.unpacked(node)
+            returned = None
             if parts is not None:  # `x, y = t[:-1], t[1:]`: each name gets its own value
                 taints = [self.value(v) for v in parts]
                 taint = frozenset().union(*taints)
             else:
                 taint = self.value(node.value)
+                returned = self.returned_elements(node, taint)
             self.tilt(node.value, taint)
             self.note_slice(node.value)
             self.note_subset(node)
@@ -292,6 +307,9 @@ class FunctionWalk:
                 self.accumulation(target.target, node.value, taint, node)
                 if parts is not None:
                     for element, part_taint in zip(target.target.elements, taints):
+                        self.bind(element.value, part_taint)
+                elif returned is not None:
+                    for element, part_taint in zip(target.target.elements, returned):
                         self.bind(element.value, part_taint)
                 else:
                     self.bind(target.target, taint)
@@ -308,8 +326,15 @@ class FunctionWalk:
         elif isinstance(node, cst.AugAssign):
             self.aug_assign(node)
         elif isinstance(node, cst.Return):
-            if node.value is not None:
+            parts = syntax.tuple_elements(node.value) if node.value is not None else None
+            self.other_return |= parts is None
+            if parts is not None:
+                elements = [self.value(part) for part in parts]
+                self.tuple_returns.append(elements)
+                taint = frozenset().union(*elements)
+            elif node.value is not None:
                 taint = self.value(node.value)
+            if node.value is not None:
                 self.tilt(node.value, taint)
                 self.returns |= taint
         elif isinstance(node, cst.Del):
@@ -317,6 +342,24 @@ class FunctionWalk:
                 dropped = self.env.pop(name, EMPTY)
                 if kinds(dropped, "state"):  # trained parameters thrown away (see order.judge)
                     self.emit(Event("drop", self.site(node), dropped))
+
+    def returned_elements(self, node: cst.Assign, taint: Taint) -> list[Taint] | None:
+        """`a, b = f(x)` where f returns tuples of that length: each name gets what its position
+        holds, plus what the call itself added (a model's output label), not the other elements."""
+        call = node.value
+        if not isinstance(call, cst.Call):
+            return None
+        applied = self.call_elements.pop(id(call), [])
+        if len(applied) != 1 or applied[0] is None:
+            return None  # no function of ours, or several it may be: the whole result for each
+        elements = applied[0]
+        for target in node.targets:
+            t = target.target
+            if not isinstance(t, (cst.Tuple, cst.List)) or len(t.elements) != len(elements) \
+                    or any(isinstance(e, cst.StarredElement) for e in t.elements):
+                return None
+        extra = taint - frozenset().union(*elements)
+        return [element | extra for element in elements]
 
     def note_subset(self, node: cst.Assign) -> None:
         """`jv = j[valid]`: positions kept from `j`, so `t[jv - k]` reads before the positions
@@ -905,6 +948,7 @@ class FunctionWalk:
         return self.value(node.value) if getattr(node, "value", None) is not None else EMPTY
 
     def v_yield(self, node: cst.Yield) -> Taint:
+        self.other_return = True
         if isinstance(node.value, cst.BaseExpression):
             self.returns |= self.value(node.value)
         return EMPTY

@@ -18,6 +18,13 @@ def unpacked(node: cst.Assign):
     return [e.value for e in value.elements]
 
 
+def tuple_elements(node: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+    """The elements of `a, b` (a tuple with no starred element), else None."""
+    if not isinstance(node, cst.Tuple) or any(isinstance(e, cst.StarredElement) for e in node.elements):
+        return None
+    return [e.value for e in node.elements]
+
+
 def names(node) -> list[str]:
     if isinstance(node, cst.Name):
         return [node.value]
