@@ -9,13 +9,15 @@ import time
 from pathlib import Path
 
 _REAP_S = 10.0  # how long to wait for the child's processes to die
+_PF_KTHREAD = 0x00200000  # /proc/PID/stat `flags`: a kernel thread (no arguments, no environment)
 
 
 def kill_all(proc: subprocess.Popen, mark: bytes) -> None:
     """Kill the child's process tree (the first process of a PID namespace takes the whole
     namespace with it), its process group, and any process still carrying the child's
     environment mark (at level `none`, that finds a process that left the group, unless it also
-    replaced its environment); then wait until none of them is left."""
+    replaced its environment); then wait until none of them is left. A process inside an exec
+    has no readable environment for a moment: the scan waits for it and reads it again."""
     doomed = descendants(proc.pid)
     for pid in doomed:
         _kill(pid)
@@ -27,8 +29,14 @@ def kill_all(proc: subprocess.Popen, mark: bytes) -> None:
     deadline = time.monotonic() + _REAP_S
     while time.monotonic() < deadline:
         alive = [pid for pid in doomed if _alive(pid)]
-        alive += [pid for pid in _pids() if mark in _environ(pid).split(b"\0")]
-        if not alive:
+        pending = False
+        for pid in _pids():
+            environ = _environ(pid)
+            if mark in environ.split(b"\0"):
+                alive.append(pid)
+            elif not environ and _mid_exec(pid):
+                pending = True  # its environment is not readable yet: look again
+        if not alive and not pending:
             return
         for pid in alive:
             _kill(pid)
@@ -71,6 +79,18 @@ def _alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state not in ("Z", "X")
+
+
+def _mid_exec(pid: int) -> bool:
+    """A live user process with neither arguments nor environment: one inside an exec, whose new
+    memory holds neither yet (a daemon of the import, say, exec'ing as the scan passes it)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, IndexError):
+        return False
+    kernel_thread = int(fields[6]) & _PF_KTHREAD
+    return not cmdline and not kernel_thread and fields[0] not in ("Z", "X")
 
 
 def _pids() -> list[int]:
