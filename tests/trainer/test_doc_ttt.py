@@ -194,10 +194,18 @@ def test_two_ranks_agree_with_one(tmp_path):
     """Batches dealt to two gloo processes: the adapters score exactly as in one process; the
     SGD phases, their gradients summed over the two, adapt the base as one process does."""
     results = two_gloo_ranks(_two_rank_work, tmp_path)
-    (adapters, _), (phased, emb_sum) = _split_runs(_tokens())
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as each rank runs
+    try:
+        (adapters, _), (phased, emb_sum) = _split_runs(_tokens())
+    finally:
+        torch.set_num_threads(threads)
     for (r_adapters, _), (r_phased, r_emb_sum) in results:
         assert r_adapters == adapters
-        assert r_phased == pytest.approx(phased, rel=1e-4)  # the phases move it by 9e-3
+        # The gradients summed over two ranks round otherwise than one process's: the base
+        # weights agree to 1e-5, the score they give to 1.1e-4 on one CPU seen (the phases move
+        # it by 9e-3).
+        assert r_phased == pytest.approx(phased, rel=5e-4)
         assert r_emb_sum == pytest.approx(emb_sum, rel=1e-5)
     assert results[0] == results[1]  # every rank reports the same all-reduced figures
 
