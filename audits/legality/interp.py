@@ -326,15 +326,17 @@ class FunctionWalk:
         elif isinstance(node, cst.AugAssign):
             self.aug_assign(node)
         elif isinstance(node, cst.Return):
-            parts = syntax.tuple_elements(node.value) if node.value is not None else None
-            self.other_return |= parts is None
-            if parts is not None:
-                elements = [self.value(part) for part in parts]
-                self.tuple_returns.append(elements)
-                taint = frozenset().union(*elements)
-            elif node.value is not None:
-                taint = self.value(node.value)
-            if node.value is not None:
+            if node.value is None:
+                self.other_return = True
+            else:
+                parts = syntax.tuple_elements(node.value)
+                if parts is None:
+                    self.other_return = True
+                    taint = self.value(node.value)
+                else:
+                    elements = [self.value(part) for part in parts]
+                    self.tuple_returns.append(elements)
+                    taint = frozenset().union(*elements)
                 self.tilt(node.value, taint)
                 self.returns |= taint
         elif isinstance(node, cst.Del):

@@ -202,9 +202,9 @@ def test_two_ranks_agree_with_one(tmp_path):
         torch.set_num_threads(threads)
     for (r_adapters, _), (r_phased, r_emb_sum) in results:
         assert r_adapters == adapters
-        # The gradients summed over two ranks round otherwise than one process's: the base
-        # weights agree to 1e-5, the score they give to 1.1e-4 on one CPU seen (the phases move
-        # it by 9e-3).
+        # Gradients summed over two ranks round otherwise than one process's: the base weights
+        # agree to 1e-5, and the score agreed to 1.1e-4 on one 2-core CPU (the phases move it
+        # by 9e-3).
         assert r_phased == pytest.approx(phased, rel=5e-4)
         assert r_emb_sum == pytest.approx(emb_sum, rel=1e-5)
     assert results[0] == results[1]  # every rank reports the same all-reduced figures
