@@ -416,9 +416,8 @@ def apply(w, node: cst.Call, fn: Function, args: list[Arg], receiver: Taint | No
             actuals[-1] |= arg.taint
     site = w.site(node)
     result = substitute(summary.returns, actuals, site, fn)
-    elements = summary.elements
     w.call_elements.setdefault(id(node), []).append(
-        None if elements is None else tuple(substitute(e, actuals, site, fn) for e in elements))
+        None if summary.elements is None else (summary, actuals, site, fn))
     for i, taint in summary.mutates.items():
         if i < len(nodes) and nodes[i] is not None:
             w.mutate(nodes[i], substitute(taint, actuals, site, fn))

@@ -17,7 +17,7 @@ from audits.legality import apis, env, imports, operators, order, shapes, syntax
 from audits.legality.program import ClassInfo, Function, Program, compound_blocks
 from audits.legality.values import (
     BLOB, EMPTY, GRAD, HASH, INDICATOR, MASK, MODEL, NORM, OPTIM, PROB, STAT, TARGET, Event, Site, Taint,
-    data_roots, filled, has_data, keyed, kinds, loss_data,
+    data_roots, filled, has_data, keyed, kinds, loss_data, substitute,
 )
 
 # What an attribute keeps wherever it is read: where data came from and what objects it holds.
@@ -111,8 +111,9 @@ class FunctionWalk:
         self.returns: Taint = EMPTY
         self.tuple_returns: list[list[Taint]] = []  # each `return a, b`'s elements
         self.other_return = False  # a return or yield of anything but a tuple
-        # per call node: the elements each summary applied at it returns (calls.apply)
-        self.call_elements: dict[int, list[tuple[Taint, ...] | None]] = {}
+        # per call node, each summary applied at it (calls.apply) with what its elements need
+        # to be read at the call, or None where it returns no tuples
+        self.call_elements: dict[int, list[tuple | None]] = {}
         self.mutates: dict[int, Taint] = {}
         self.shapes_seen: list[tuple] = []  # assigned slices of data: (node, base, shape, taint)
         self.subsets: dict[str, str] = {}  # `jv = j[valid]`: a name holding some of another's items
@@ -329,7 +330,7 @@ class FunctionWalk:
             if node.value is None:
                 self.other_return = True
             else:
-                parts = syntax.tuple_elements(node.value)
+                parts = syntax.elements(node.value)
                 if parts is None:
                     self.other_return = True
                     taint = self.value(node.value)
@@ -354,12 +355,10 @@ class FunctionWalk:
         applied = self.call_elements.pop(id(call), [])
         if len(applied) != 1 or applied[0] is None:
             return None  # no function of ours, or several it may be: the whole result for each
-        elements = applied[0]
-        for target in node.targets:
-            t = target.target
-            if not isinstance(t, (cst.Tuple, cst.List)) or len(t.elements) != len(elements) \
-                    or any(isinstance(e, cst.StarredElement) for e in t.elements):
-                return None
+        summary, actuals, site, fn = applied[0]
+        if not syntax.unpacks_into(node, len(summary.elements)):
+            return None
+        elements = [substitute(e, actuals, site, fn) for e in summary.elements]
         extra = taint - frozenset().union(*elements)
         return [element | extra for element in elements]
 

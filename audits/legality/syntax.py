@@ -7,20 +7,19 @@ import libcst as cst
 
 def unpacked(node: cst.Assign):
     """The values of `a, b = x, y` (every target a tuple of the same length), else None."""
-    value = node.value
-    if not isinstance(value, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in value.elements):
-        return None
-    for target in node.targets:
-        t = target.target
-        if not isinstance(t, (cst.Tuple, cst.List)) or len(t.elements) != len(value.elements) \
-                or any(isinstance(e, cst.StarredElement) for e in t.elements):
-            return None
-    return [e.value for e in value.elements]
+    values = elements(node.value, (cst.Tuple, cst.List))
+    return values if values is not None and unpacks_into(node, len(values)) else None
 
 
-def tuple_elements(node: cst.BaseExpression) -> list[cst.BaseExpression] | None:
-    """The elements of `a, b` (a tuple with no starred element), else None."""
-    if not isinstance(node, cst.Tuple) or any(isinstance(e, cst.StarredElement) for e in node.elements):
+def unpacks_into(node: cst.Assign, count: int) -> bool:
+    """Every target of the assignment is a tuple or list of `count` plain elements."""
+    return all(elements(target.target, (cst.Tuple, cst.List)) is not None
+               and len(target.target.elements) == count for target in node.targets)
+
+
+def elements(node: cst.BaseExpression, kinds=(cst.Tuple,)) -> list[cst.BaseExpression] | None:
+    """The elements of `a, b` (a node of `kinds` with no starred element), else None."""
+    if not isinstance(node, kinds) or any(isinstance(e, cst.StarredElement) for e in node.elements):
         return None
     return [e.value for e in node.elements]
 

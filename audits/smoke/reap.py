@@ -73,24 +73,29 @@ def _kill(pid: int) -> None:
         pass
 
 
-def _alive(pid: int) -> bool:
+def _stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state first), or None if gone."""
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
+        return None
+
+
+def _alive(pid: int) -> bool:
+    fields = _stat(pid)
+    return fields is not None and fields[0] not in ("Z", "X")
 
 
 def _mid_exec(pid: int) -> bool:
     """A live user process with neither arguments nor environment: one inside an exec, whose new
     memory holds neither yet (a daemon of the import, say, exec'ing as the scan passes it)."""
+    fields = _stat(pid)
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except (OSError, IndexError):
+    except OSError:
         return False
-    kernel_thread = int(fields[6]) & _PF_KTHREAD
-    return not cmdline and not kernel_thread and fields[0] not in ("Z", "X")
+    return (fields is not None and fields[0] not in ("Z", "X") and not cmdline
+            and not int(fields[6]) & _PF_KTHREAD)
 
 
 def _pids() -> list[int]:
