@@ -28,7 +28,7 @@ class FixedBatches:
     def __init__(self, batches):
         self.batches, self.i = batches, 0
 
-    def next_batch(self):
+    def next_batch(self, seq_len=None):  # the batches' own windows
         self.i += 1
         return self.batches[(self.i - 1) % len(self.batches)]
 
@@ -58,7 +58,8 @@ def run(args: argparse.Namespace) -> None:
     # What train_step reads of a Run: one process, so 8 accumulation micro-batches per step.
     run_view = types.SimpleNamespace(cfg=cfg, dist=Dist(), device=device,
                                      autocast=lambda: autocast(device))
-    loader = FixedBatches(make_batches(cfg, Dist().grad_accum_steps, device))
+    loader = FixedBatches(make_batches(cfg, Dist().grad_accum_steps, device,
+                                        model.takes_segment_bounds))
     losses = []
     for step in range(args.steps):
         losses.append(train_step(run_view, net, loader, opts, cfg.train_seq_len).item())

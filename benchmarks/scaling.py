@@ -14,7 +14,6 @@ T(1) / (N * T(N)), 1.0 being perfect; writes DIR/scaling.json. No data needed.
 from __future__ import annotations
 
 import argparse
-import functools
 import itertools
 import json
 import os
@@ -55,8 +54,9 @@ def worker(steps: int) -> None:
     opts = build_optimizers(cfg, model, d)
     # train_step reads these fields of a Run and a loader's next_batch().
     run = types.SimpleNamespace(cfg=cfg, dist=d, device=device, autocast=lambda: autocast(device))
-    batches = make_batches(cfg, d.grad_accum_steps, device)  # micro-batches of the 8-GPU size
-    loader = types.SimpleNamespace(next_batch=functools.partial(next, itertools.cycle(batches)))
+    # micro-batches of the 8-GPU size
+    batches = itertools.cycle(make_batches(cfg, d.grad_accum_steps, device, model.takes_segment_bounds))
+    loader = types.SimpleNamespace(next_batch=lambda seq_len: next(batches))
     result = {"nproc": d.world_size}
     for looping in (False, True):
         model.looping_active = looping

@@ -28,6 +28,7 @@ from pathlib import Path
 import torch
 
 from trainer.config import load_config
+from trainer.data import host_bounds
 from trainer.distributed import Dist
 from trainer.evaluate import autocast
 from trainer.model import build_model
@@ -49,14 +50,16 @@ def kind_of(name: str) -> str:
     return "other"
 
 
-def make_batches(cfg, n: int, device: torch.device) -> list[tuple[torch.Tensor, torch.Tensor]]:
+def make_batches(cfg, n: int, device: torch.device, segment_bounds: bool = False) -> list[tuple]:
+    """n random micro-batches (x, y, bounds) as TrainLoader.next_batch gives them."""
     gen = torch.Generator(device="cpu").manual_seed(0)
     seqs = cfg.train_batch_tokens // (8 * cfg.train_seq_len)
     out = []
     for _ in range(n):
         tokens = torch.randint(0, cfg.vocab_size, (seqs, cfg.train_seq_len + 1), generator=gen)
+        bounds = host_bounds(tokens[:, :-1], device) if segment_bounds else None
         tokens = tokens.to(device)
-        out.append((tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()))
+        out.append((tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous(), bounds))
     return out
 
 
@@ -65,9 +68,9 @@ def timed_step(net, model, opts, batches, cfg, device) -> dict[str, float]:
     times = {}
     torch.cuda.synchronize(device)
     t0 = time.perf_counter()
-    for x, y in batches:
+    for x, y, bounds in batches:
         with autocast(device):
-            loss = net(x, y)
+            loss = net(x, y, bounds)
         (loss / len(batches)).backward()
     torch.cuda.synchronize(device)
     t1 = time.perf_counter()
@@ -84,7 +87,8 @@ def residual_dtype(model, batches, device) -> str:
     seen = []
     hook = model.blocks[0].register_forward_hook(lambda m, i, o: seen.append(str(o.dtype)))
     with torch.no_grad(), autocast(device):
-        model(*[t[:1, :64] for t in batches[0]])
+        x, y, _ = batches[0]
+        model(x[:1, :64], y[:1, :64])
     hook.remove()
     return seen[0]
 
@@ -114,7 +118,7 @@ def main() -> None:
     model, attention = build_model(cfg, device)
     net = torch.compile(model, dynamic=False, fullgraph=True)
     opts = build_optimizers(cfg, model, Dist())
-    batches = make_batches(cfg, 8, device)
+    batches = make_batches(cfg, 8, device, model.takes_segment_bounds)
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name(device)}, attention {attention}")
     print(f"residual stream dtype inside a block (eager, autocast): {residual_dtype(model, batches, device)}")
     report = {"attention": attention}

@@ -24,6 +24,7 @@ import torch
 
 from trainer.distributed import Dist
 from trainer.errors import TrainerError
+from trainer.fa4 import bounds_of
 from trainer.shards import open_shard, read_sidecar
 
 
@@ -76,13 +77,15 @@ class WindowStream:
 
 
 class TrainLoader:
-    """`next_batch() -> (x, y)`: this rank's next micro-batch of int64 tokens on `device`."""
+    """`next_batch() -> (x, y, bounds)`: this rank's next micro-batch of int64 tokens on `device`,
+    and with `segment_bounds` FlashAttention 4's segment bounds of x (trainer/fa4.py), else None."""
 
     def __init__(self, files: list[Path], seq_len: int, batch_seqs: int, dist: Dist, seed: int,
-                 device: torch.device, prefetch: int = 2):
+                 device: torch.device, prefetch: int = 2, segment_bounds: bool = False):
         self.shards = [open_shard(f) for f in files]
         self.stream = WindowStream([len(s) for s in self.shards], seq_len, seed)
         self.seq_len, self.batch_seqs, self.dist, self.device = seq_len, batch_seqs, dist, device
+        self.segment_bounds = segment_bounds
         self.wait_ms = 0.0
         self._next = 0  # micro-batches handed out so far
         self._pinned = device.type == "cuda"
@@ -129,7 +132,10 @@ class TrainLoader:
             except queue.Full:
                 pass
 
-    def next_batch(self) -> tuple[torch.Tensor, torch.Tensor]:
+    def next_batch(self, seq_len: int | None = None,
+                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """A `seq_len` shorter than the windows cuts each into windows of that length (the same
+        tokens, each still followed by its target)."""
         if self._thread is None:  # synchronous: a plain buffer and a blocking copy
             slot = None
             host = self._fill(self._next, torch.empty((self.batch_seqs, self.seq_len + 1),
@@ -141,18 +147,38 @@ class TrainLoader:
             if slot is None:
                 raise host
         self._next += 1
+        seq_len = seq_len or self.seq_len
+        bounds = None
+        if self.segment_bounds:  # from the host copy, before the thread may refill it
+            bounds = host_bounds(host[:, :-1].reshape(-1, seq_len), self.device)
         pinned = slot is not None and self._pinned
         batch = host.to(self.device, non_blocking=pinned)
         if pinned:
             self._copied[slot] = torch.cuda.Event()
             self._copied[slot].record()
         # .long() copies, so x and y never alias a host buffer the thread will refill.
-        return batch[:, :-1].long(), batch[:, 1:].long()
+        x, y = batch[:, :-1].long(), batch[:, 1:].long()
+        if seq_len != self.seq_len:
+            x, y = x.reshape(-1, seq_len), y.reshape(-1, seq_len)
+        return x, y, bounds
 
     def close(self) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+
+
+def host_bounds(windows: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """The segment bounds of the (B, T) host windows (trainer/fa4.py) on `device`. Computed on the
+    GPU they cost a host sync per micro-batch, after which the GPU idled while the next forward's
+    first small kernels were launched one by one: about 3 ms of each micro-batch on an H200
+    (docs/benchmarks.md). Their length is the data's, so compiled graphs take it as a dynamic
+    size, compiled once for every count of documents."""
+    bounds = bounds_of(windows)
+    if device.type == "cuda":
+        bounds = bounds.pin_memory().to(device, non_blocking=True)
+    torch._dynamo.mark_dynamic(bounds, 0)
+    return bounds
 
 
 def load_validation_tokens(files: list[Path], seq_len: int) -> torch.Tensor:

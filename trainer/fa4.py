@@ -16,15 +16,20 @@ import torch
 from trainer.shards import BOS_ID
 
 
-@torch.library.custom_op("pgolf::segment_bounds", mutates_args=())
-def segment_bounds(input_ids: torch.Tensor) -> torch.Tensor:
+def bounds_of(input_ids: torch.Tensor) -> torch.Tensor:
     """int32 starts of the segments of the flattened (B, T) windows, then B * T: a segment starts
-    at every BOS and at each window's first token. Its length depends on the data: one op, one
-    host sync per forward, and the compiled graph sees a size it does not specialize on."""
+    at every BOS and at each window's first token. On the GPU its data-dependent length costs a
+    host sync; the training loader computes it from its host copy instead (trainer/data.py)."""
     starts = input_ids == BOS_ID
     starts[:, 0] = True
     where = starts.flatten().nonzero().squeeze(1)
     return torch.cat((where, where.new_tensor([input_ids.numel()]))).int()
+
+
+@torch.library.custom_op("pgolf::segment_bounds", mutates_args=())
+def segment_bounds(input_ids: torch.Tensor) -> torch.Tensor:
+    """bounds_of as one op, so the compiled graph sees a size it does not specialize on."""
+    return bounds_of(input_ids)
 
 
 @segment_bounds.register_fake

@@ -63,7 +63,7 @@ def collect_hessians(model: nn.Module, loader, *, max_batches: int,
         with torch.no_grad(), autocast(device):
             while batches < max_batches and time.perf_counter() - start + last <= seconds:
                 t0 = time.perf_counter()
-                x, _ = loader.next_batch()
+                x = loader.next_batch()[0]
                 model.forward_logits(x)
                 rows += x.numel()
                 batches += 1

@@ -331,14 +331,22 @@ class GPT(nn.Module):
         logits = self._logits(input_ids, adapters, last)
         return (self.logit_softcap * torch.tanh(logits / self.logit_softcap)).float()
 
-    def forward(self, input_ids: torch.Tensor, target_ids: torch.Tensor) -> torch.Tensor:
+    @property
+    def takes_segment_bounds(self) -> bool:
+        """Whether training hands forward FA4's segment bounds of its windows (TrainLoader), so
+        the step needs no host sync to find the documents."""
+        return self.doc_mask and self.attn_backend == "fa4"
+
+    def forward(self, input_ids: torch.Tensor, target_ids: torch.Tensor,
+                bounds: torch.Tensor | None = None) -> torch.Tensor:
         """Mean cross-entropy (nats) of predicting target_ids (B, T) from the softcapped logits;
-        the softcap and the loss are one fused kernel each way on GPUs (trainer/softcap_ce.py)."""
-        logits = self._logits(input_ids)
+        the softcap and the loss are one fused kernel each way on GPUs (trainer/softcap_ce.py).
+        `bounds`: the windows' segment bounds (takes_segment_bounds), else found here."""
+        logits = self._logits(input_ids, bounds=bounds)
         return softcapped_cross_entropy(logits.flatten(0, 1), target_ids.flatten(), self.logit_softcap)
 
     def _logits(self, input_ids: torch.Tensor, adapters: nn.Module | None = None,
-                last: int = 0) -> torch.Tensor:
+                last: int = 0, bounds: torch.Tensor | None = None) -> torch.Tensor:
         """Logits before the softcap, in the compute dtype: bf16 under autocast, as the records'
         bf16 model, so the (B, T, V) tensor, the largest of the step, is never held in fp32."""
         x = self.tok_emb(input_ids)
@@ -357,7 +365,9 @@ class GPT(nn.Module):
                                                            any_width=adapters is not None))
         encoder, decoder = ((self.encoder_indices, self.decoder_indices) if self.looping_active
                             else self.plain_indices)
-        segments = document_segments(input_ids, self.attn_backend) if self.doc_mask else None
+        segments = None
+        if self.doc_mask:
+            segments = bounds if bounds is not None else document_segments(input_ids, self.attn_backend)
         lora = [None] * (len(encoder) + len(decoder)) if adapters is None else adapters.layers
         skips = []
         for j, i in enumerate(encoder):

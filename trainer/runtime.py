@@ -31,11 +31,12 @@ class Run:
         micro_batches = self.dist.world_size * self.dist.grad_accum_steps
         return self.cfg.train_batch_tokens // (micro_batches * self.cfg.train_seq_len)
 
-    def train_loader(self, seed: int | None = None) -> TrainLoader:
-        """A fresh loader over the training shards, from the start of the seeded order."""
+    def train_loader(self, seed: int | None = None, segment_bounds: bool = False) -> TrainLoader:
+        """A fresh loader over the training shards, from the start of the seeded order;
+        `segment_bounds`: each batch with FA4's segment bounds (GPT.takes_segment_bounds)."""
         return TrainLoader(self.data.train, self.cfg.train_seq_len, self.batch_seqs, self.dist,
                            self.cfg.seed if seed is None else seed, self.device,
-                           self.cfg.loader_prefetch)
+                           self.cfg.loader_prefetch, segment_bounds)
 
     def autocast(self) -> contextlib.AbstractContextManager:
         return autocast(self.device)

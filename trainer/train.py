@@ -88,20 +88,17 @@ def train(run: Run, model: GPT, live: LiveProgress | None = None) -> float:
 
 def train_step(run: Run, net: nn.Module, loader: TrainLoader, opts: Optimizers,
                seq_len: int) -> torch.Tensor:
-    """One optimizer step over this rank's accumulation micro-batches; returns the mean loss.
-    A `seq_len` shorter than the loader's windows cuts each into windows of that length (the
-    same tokens, each still followed by its target)."""
+    """One optimizer step over this rank's accumulation micro-batches of `seq_len` windows
+    (TrainLoader.next_batch); returns the mean loss."""
     accum = run.dist.grad_accum_steps
     total = torch.zeros((), device=run.device)
     for micro in range(accum):
-        x, y = loader.next_batch()
-        if x.size(1) != seq_len:
-            x, y = x.reshape(-1, seq_len), y.reshape(-1, seq_len)
+        x, y, bounds = loader.next_batch(seq_len)
         # DDP all-reduces gradients on the last micro-batch only.
         defer = isinstance(net, DistributedDataParallel) and micro < accum - 1
         with net.no_sync() if defer else contextlib.nullcontext():
             with run.autocast():
-                loss = net(x, y)
+                loss = net(x, y, bounds)
             (loss / accum).backward()
         total += loss.detach()
     opts.step()
@@ -116,7 +113,7 @@ def warm_up(run: Run, model: GPT, net: nn.Module, opts: Optimizers,
         return math.nan, math.nan
     start_weights = {k: v.detach().clone() for k, v in model.state_dict().items()}
     start_opts = copy.deepcopy(opts.state_dict())
-    loader = run.train_loader()
+    loader = run.train_loader(segment_bounds=model.takes_segment_bounds)
     medians = []
     for looping in [False, True] if cfg.num_loops else [False]:
         model.looping_active = looping
@@ -169,7 +166,7 @@ def run_steps(run: Run, model: GPT, net: nn.Module, compiled: nn.Module, opts: O
               schedule: Schedule, ema: EMA | None, live: LiveProgress | None) -> float:
     """Train until ITERATIONS or the budget; returns the training time in ms."""
     cfg, total = run.cfg, run.cfg.iterations
-    loader = run.train_loader()
+    loader = run.train_loader(segment_bounds=model.takes_segment_bounds)
     watch = Stopwatch(run.device)
     step, elapsed_ms, stop_at, seq_len = 0, 0.0, None, cfg.train_seq_len
     watch.start()

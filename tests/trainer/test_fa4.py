@@ -128,6 +128,32 @@ def test_document_bounds_from_bos_compile_once_for_any_number_of_documents():
             assert _relative(value, reference) < 1e-2
 
 
+def test_bounds_made_on_the_host_give_the_same_attention_in_one_graph():
+    """Training hands the compiled model the bounds the loader made from its host copy
+    (trainer/data.py); the same attention as with the in-graph op, one graph for any count."""
+    from trainer.attention import causal_attention, document_segments
+    from trainer.data import host_bounds
+    from trainer.shards import BOS_ID
+
+    def layer(q, k, v, bounds):
+        return causal_attention(q, k, v, "fa4", bounds)
+
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    compiled = torch.compile(layer, fullgraph=True, dynamic=False)
+    q, k, v, grad = _inputs(2, 512, 8, 4, 64, seed=12)
+    for bos in ([5, 300, 700], [100, 900, 901, 1000, 1023], [64]):
+        ids = torch.full((2, 512), 7)
+        ids.view(-1)[bos] = BOS_ID
+        bounds = host_bounds(ids, torch.device("cuda"))
+        ours = _outputs(lambda *t: compiled(*t, bounds), q, k, v, grad)
+        in_graph = _outputs(lambda *t: layer(*t, document_segments(ids.cuda(), "fa4")), q, k, v, grad)
+        assert torch.equal(ours[0], in_graph[0])
+        for value, reference in zip(ours[1:], in_graph[1:]):  # dq sums by atomics, in any order
+            assert _relative(value, reference) < 1e-3
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1
+
+
 def test_fa3_shim_takes_the_records_padded_bounds():
     # benchmarks/fa3_shim serves a record's FA3 calls: its varlen call gets (N, H, D) tensors,
     # bounds padded to a bucket with the total repeated (empty segments) and the longest segment.

@@ -5,7 +5,8 @@ import torch
 from trainer.data import TrainLoader, WindowStream, load_validation_tokens
 from trainer.distributed import Dist
 from trainer.errors import TrainerError
-from trainer.shards import write_shard
+from trainer.fa4 import bounds_of
+from trainer.shards import BOS_ID, write_shard
 
 CPU = torch.device("cpu")
 
@@ -64,11 +65,35 @@ def _batches(loader, n):
 
 
 def test_batches_are_shifted_windows_from_one_shard(train_files):
-    for x, y in _batches(TrainLoader(train_files, 16, 4, Dist(), 0, CPU, prefetch=2), 20):
-        assert x.dtype == torch.int64 and x.shape == (4, 16)
+    for x, y, bounds in _batches(TrainLoader(train_files, 16, 4, Dist(), 0, CPU, prefetch=2), 20):
+        assert x.dtype == torch.int64 and x.shape == (4, 16) and bounds is None
         assert torch.equal(x[:, 1:], y[:, :-1])
         full = torch.cat([x, y[:, -1:]], dim=1)
         assert ((full < 1000).all(dim=1) | (full >= 1000).all(dim=1)).all()
+
+
+@pytest.mark.parametrize("prefetch", [0, 2])
+def test_segment_bounds_come_from_the_host_copy_and_compile_once(tmp_path, prefetch):
+    """The bounds of x as the in-graph op finds them (a segment at every BOS and at each window's
+    start, windows cut to a shorter seq_len included), made on the host; one graph compiled with
+    dynamic=False takes every count of them."""
+    files = [tmp_path / "fineweb_train_000000.bin"]
+    rng = np.random.default_rng(0)
+    write_shard(files[0], rng.choice([BOS_ID, 5, 6, 7, 8], size=4000))  # documents of any length
+    loader = TrainLoader(files, 16, 4, Dist(), 0, CPU, prefetch=prefetch, segment_bounds=True)
+    graphs = []
+    compiled = torch.compile(lambda b: b * 2, backend=lambda gm, _: graphs.append(gm) or gm.forward,
+                             fullgraph=True, dynamic=False)
+    counts = set()
+    for seq_len in (16, 8):
+        for _ in range(6):
+            x, y, bounds = loader.next_batch(seq_len)
+            assert x.shape == y.shape == (64 // seq_len, seq_len)
+            assert bounds.dtype == torch.int32 and torch.equal(bounds, bounds_of(x))
+            assert torch.equal(compiled(bounds), 2 * bounds)
+            counts.add(len(bounds))
+    loader.close()
+    assert len(counts) > 3 and len(graphs) == 1
 
 
 def test_prefetching_changes_nothing(train_files):
