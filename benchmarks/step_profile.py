@@ -10,7 +10,8 @@ it random tokens (no data pipeline: this isolates the GPU work), and for looping
     (clipping, Muon, AdamW, zeroing the gradients: one CUDA graph unless OPTIMIZER_GRAPH=0);
   - profiles one step and prints the CUDA kernels grouped by kind (pgolf's fused loss and XSA
     kernels, attention, matmul, fused Triton/inductor, copy/cast, other) with their share of the
-    step, the top kernels by name, and writes the top 40 of each graph to DIR/step_profile.json;
+    step, the step's time outside kernels (gaps), the top kernels by name, and writes every
+    kernel of each graph to DIR/step_profile.json;
   - prints the dtype of the residual stream inside a block.
 The numbers are what the speed work of the trainer is measured against (docs/benchmarks.md).
 """
@@ -93,16 +94,17 @@ def residual_dtype(model, batches, device) -> str:
     return seen[0]
 
 
-def profile_step(net, model, opts, batches, cfg, device) -> list[tuple[str, float, int]]:
+def profile_step(net, model, opts, batches, cfg, device) -> tuple[list[tuple[str, float, int]], float]:
+    """The step's kernels (name, GPU ms, count), longest first, and the step's wall ms."""
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        timed_step(net, model, opts, batches, cfg, device)
+        times = timed_step(net, model, opts, batches, cfg, device)
     rows = []
     for event in prof.key_averages():
         cuda_us = getattr(event, "device_time_total", None) or getattr(event, "cuda_time_total", 0)
         if cuda_us > 0 and event.key and not event.key.startswith("ProfilerStep"):
             rows.append((event.key, cuda_us / 1000.0, event.count))
-    return sorted(rows, key=lambda r: -r[1])
+    return sorted(rows, key=lambda r: -r[1]), times["step"]
 
 
 def main() -> None:
@@ -134,17 +136,19 @@ def main() -> None:
         spread = max(r["step"] for r in runs) - min(r["step"] for r in runs)
         print(f"\n== {label}: compile+3 steps {compile_s:.0f}s; median of {args.steps} steps "
               f"(spread {spread:.1f} ms): " + ", ".join(f"{k} {v:.1f} ms" for k, v in med.items()))
-        rows = profile_step(net, model, opts, batches, cfg, device)
+        rows, step_ms = profile_step(net, model, opts, batches, cfg, device)
         by_kind = collections.Counter()
         for name, ms, _ in rows:
             by_kind[kind_of(name)] += ms
         total = sum(by_kind.values())
         print(f"GPU kernel time in one step: {total:.1f} ms; " + ", ".join(
             f"{k} {v:.1f} ms ({100 * v / total:.0f}%)" for k, v in by_kind.most_common()))
+        # What the GPU did not run of that step: launches it waited for, syncs, the profiler's own.
+        print(f"that step {step_ms:.1f} ms, minus its kernel time (gaps): {step_ms - total:.1f} ms")
         for name, ms, count in rows[:18]:
             print(f"  {ms:8.2f} ms  x{count:<5d} {kind_of(name):<17s} {name[:90]}")
         report[label] = {"median_ms": med, "kernel_ms_by_kind": dict(by_kind),
-                         "top_kernels": rows[:40]}
+                         "profiled_step_ms": step_ms, "kernels": rows}
     peak = torch.cuda.max_memory_allocated(device) / 2**30
     print(f"\npeak memory allocated {peak:.1f} GiB")
     report["peak_gib"] = peak

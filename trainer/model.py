@@ -26,6 +26,7 @@ from trainer.config import Config
 from trainer.errors import TrainerError
 from trainer.gates import HeadGate, SmearGate
 from trainer.mlp_gemm import fused_mlp, fused_mlp_problem
+from trainer.qk_rope import apply_rope, qk_norm_rope
 from trainer.runlog import log
 from trainer.softcap_ce import softcapped_cross_entropy
 from trainer.xsa import exclusive_self_attention, fused_exclusive_self_attention
@@ -98,14 +99,6 @@ def rope_tables(seq_len: int, inv_freq: torch.Tensor) -> tuple[torch.Tensor, tor
     return freqs.cos()[None, :, None, :], freqs.sin()[None, :, None, :]
 
 
-def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate the first 2 * cos.size(-1) dims of x (B, T, H, D) as half-split pairs."""
-    rd = 2 * cos.size(-1)
-    x1, x2 = x[..., : rd // 2], x[..., rd // 2 : rd]
-    rotated = torch.cat((x1 * cos + x2 * sin, x2 * cos - x1 * sin), dim=-1)
-    return torch.cat((rotated, x[..., rd:]), dim=-1) if rd < x.size(-1) else rotated
-
-
 class CausalSelfAttention(nn.Module):
     def __init__(self, cfg: Config, layer: int):
         super().__init__()
@@ -134,10 +127,13 @@ class CausalSelfAttention(nn.Module):
         k = self.c_k(x) if k_lora is None else self.c_k(x) + k_lora(x)
         k = k.view(B, T, self.num_kv_heads, self.head_dim)
         v = self.c_v(x).view(B, T, self.num_kv_heads, self.head_dim)
-        q, k = F.rms_norm(q, (self.head_dim,)), F.rms_norm(k, (self.head_dim,))
-        q, k = apply_rope(q, *rope), apply_rope(k, *rope)
         # With unit-norm q and k the gain sets the attention temperature (QK-gain, PR #1125).
-        q = q * self.q_gain.to(q.dtype)[None, None, :, None]
+        if torch.is_grad_enabled():  # training and TTT: one kernel each way (trainer/qk_rope.py)
+            q, k = qk_norm_rope(q, k, *rope, self.q_gain)
+        else:  # scoring keeps the PyTorch ops, as for XSA below
+            q, k = F.rms_norm(q, (self.head_dim,)), F.rms_norm(k, (self.head_dim,))
+            q, k = apply_rope(q, *rope), apply_rope(k, *rope)
+            q = q * self.q_gain.to(q.dtype)[None, None, :, None]
         y = causal_attention(q.to(v.dtype), k.to(v.dtype), v, self.backend, segments)  # (B, T, H, D)
         if self.use_xsa:
             # Training and TTT run the fused kernels (trainer/xsa.py). Scoring keeps the PyTorch

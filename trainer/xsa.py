@@ -33,7 +33,7 @@ def exclusive_self_attention(y: Tensor, v: Tensor) -> Tensor:
     return (y - (y * v_hat).sum(-1, keepdim=True) * v_hat).view(B, T, H, D)
 
 
-def _wide(t: Tensor) -> Tensor:
+def at_least_fp32(t: Tensor) -> Tensor:
     """t in fp32, or wider if it already is (fp64 in tests)."""
     return t.to(torch.promote_types(t.dtype, torch.float32))
 
@@ -41,19 +41,19 @@ def _wide(t: Tensor) -> Tensor:
 def _groups(t: Tensor, kv_heads: int) -> Tensor:
     """(B, T, H, D) -> (B, T, Hkv, H / Hkv, D), at least fp32."""
     B, T, H, D = t.shape
-    return _wide(t).reshape(B, T, kv_heads, H // kv_heads, D)
+    return at_least_fp32(t).reshape(B, T, kv_heads, H // kv_heads, D)
 
 
 def _unit(v: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """(u, |v|, max(|v|, eps)) of v (B, T, Hkv, D), at least fp32; u as F.normalize gives it."""
-    v = _wide(v)
+    v = at_least_fp32(v)
     norm = v.norm(dim=-1, keepdim=True)
     clamped = norm.clamp_min(EPS)
     return v / clamped, norm, clamped
 
 
 def _forward_formula(y: Tensor, v: Tensor) -> Tensor:
-    return exclusive_self_attention(_wide(y), _wide(v)).to(y.dtype).contiguous()
+    return exclusive_self_attention(at_least_fp32(y), at_least_fp32(v)).to(y.dtype).contiguous()
 
 
 def _backward_formula(grad_out: Tensor, y: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:

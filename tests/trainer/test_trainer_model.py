@@ -7,7 +7,8 @@ import torch.nn as nn
 
 from trainer.config import load_config
 from trainer.errors import TrainerError
-from trainer.model import GPT, Rotary, apply_rope, layer_order
+from trainer.model import GPT, Rotary, layer_order
+from trainer.qk_rope import apply_rope
 from trainer.shards import BOS_ID
 from trainer.xsa import exclusive_self_attention
 

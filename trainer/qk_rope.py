@@ -1,0 +1,205 @@
+"""The queries' and keys' RMSNorm, partial RoPE and query gain as one Triton kernel each way on CUDA.
+
+Per head vector of q (B, T, H, D) and k (B, T, Hkv, D): out = rope(x / rms(x)), times the head's
+learned gain for q. Compiled from PyTorch ops this took ten inductor kernels per block and
+micro-batch, about 0.5 ms at the record's shapes on an H200: the query gain's gradient, a sum
+over every token of the head, was a product stored in fp32 and summed by a kernel of its own.
+Here a program owns a block of head vectors: it reads x once forward and x and the gradient once
+backward, recomputes the norm instead of storing it, and leaves one fp32 dot product per vector
+for the gain's gradient (a sum over a tensor 64 times smaller than q).
+
+Both directions are custom ops, `pgolf::qk_norm_rope` and `pgolf::qk_norm_rope_backward`, so
+torch.compile keeps each as one call. Their default implementation is the same formula in
+PyTorch ops, in fp32 and rounded once: it runs on CPU, for head widths the kernel does not cover,
+and wherever Triton is not installed.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from trainer.triton_support import tl, triton
+from trainer.xsa import at_least_fp32
+
+def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """Rotate the first 2 * cos.size(-1) dims of x (B, T, H, D) as half-split pairs."""
+    rd = 2 * cos.size(-1)
+    x1, x2 = x[..., : rd // 2], x[..., rd // 2 : rd]
+    rotated = torch.cat((x1 * cos + x2 * sin, x2 * cos - x1 * sin), dim=-1)
+    return torch.cat((rotated, x[..., rd:]), dim=-1) if rd < x.size(-1) else rotated
+
+
+def _normed(x: Tensor) -> tuple[Tensor, Tensor]:
+    """(x / rms(x), 1 / rms(x)) at least in fp32, with F.rms_norm's eps for that dtype."""
+    x = at_least_fp32(x)
+    inv_rms = torch.rsqrt(x.square().mean(-1, keepdim=True) + torch.finfo(x.dtype).eps)
+    return x * inv_rms, inv_rms
+
+
+def _rotated(x: Tensor, cos: Tensor, sin: Tensor, gain: Tensor | None) -> Tensor:
+    out = apply_rope(_normed(x)[0], at_least_fp32(cos), at_least_fp32(sin))
+    return out if gain is None else out * at_least_fp32(gain)[:, None]
+
+
+def _rotated_backward(grad: Tensor, x: Tensor, cos: Tensor, sin: Tensor,
+                      gain: Tensor | None) -> tuple[Tensor, Tensor | None]:
+    """(dL/dx, dL/dgain or None) of _rotated."""
+    n, inv_rms = _normed(x)
+    cos, sin, grad = at_least_fp32(cos), at_least_fp32(sin), at_least_fp32(grad)
+    grad_gain = None
+    if gain is not None:
+        grad_gain = (grad * apply_rope(n, cos, sin)).sum((0, 1, 3)).to(gain.dtype)
+        grad = grad * at_least_fp32(gain)[:, None]
+    grad_n = apply_rope(grad, cos, -sin)  # the rotation's transpose is the rotation backwards
+    grad_x = inv_rms * (grad_n - n * (grad_n * n).mean(-1, keepdim=True))
+    return grad_x.to(x.dtype), grad_gain
+
+
+def _qk_formula(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, gain: Tensor) -> tuple[Tensor, Tensor]:
+    return (_rotated(q, cos, sin, gain).to(q.dtype).contiguous(),
+            _rotated(k, cos, sin, None).to(k.dtype).contiguous())
+
+
+def _qk_backward_formula(grad_q: Tensor, grad_k: Tensor, q: Tensor, k: Tensor, cos: Tensor,
+                         sin: Tensor, gain: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    grad_q, grad_gain = _rotated_backward(grad_q, q, cos, sin, gain)
+    return grad_q, _rotated_backward(grad_k, k, cos, sin, None)[0], grad_gain
+
+
+@torch.library.custom_op("pgolf::qk_norm_rope", mutates_args=())
+def qk_norm_rope(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, gain: Tensor) -> tuple[Tensor, Tensor]:
+    """(rope(rms_norm(q)) * gain per head, rope(rms_norm(k))), each computed in fp32 and rounded
+    once to its input's dtype; q (B, T, H, D), k (B, T, Hkv, D), cos and sin (1, T, 1, rd / 2) as
+    Rotary gives them, gain (H,). Returns contiguous tensors."""
+    return _qk_formula(q, k, cos, sin, gain)
+
+
+@qk_norm_rope.register_fake
+def _qk_norm_rope_fake(q, k, cos, sin, gain):
+    return q.new_empty(q.shape), k.new_empty(k.shape)
+
+
+@torch.library.custom_op("pgolf::qk_norm_rope_backward", mutates_args=())
+def qk_norm_rope_backward(grad_q: Tensor, grad_k: Tensor, q: Tensor, k: Tensor, cos: Tensor,
+                          sin: Tensor, gain: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """(dL/dq, dL/dk, dL/dgain) of qk_norm_rope, in q's, k's and gain's dtypes."""
+    return _qk_backward_formula(grad_q, grad_k, q, k, cos, sin, gain)
+
+
+@qk_norm_rope_backward.register_fake
+def _qk_norm_rope_backward_fake(grad_q, grad_k, q, k, cos, sin, gain):
+    return q.new_empty(q.shape), k.new_empty(k.shape), gain.new_empty(gain.shape)
+
+
+def _qk_setup_context(ctx, inputs, output) -> None:
+    ctx.save_for_backward(*inputs)
+
+
+def _qk_grad(ctx, grad_q: Tensor, grad_k: Tensor):
+    q, k, cos, sin, gain = ctx.saved_tensors
+    dq, dk, dgain = qk_norm_rope_backward(grad_q, grad_k, q, k, cos, sin, gain)
+    return dq, dk, None, None, dgain
+
+
+qk_norm_rope.register_autograd(_qk_grad, setup_context=_qk_setup_context)
+
+
+if triton is not None:
+    @triton.jit
+    def _qk_tile(x_ptr, cos_ptr, sin_ptr, block_start, n_rows, T, H, D: tl.constexpr,
+                 HALF: tl.constexpr, BLOCK: tl.constexpr):
+        """A block of head vectors: their offsets, which are inside, x / rms(x) (fp32), the same at
+        each column's rotation partner, 1 / rms(x), and each column's cos, sin and sign."""
+        rows = block_start + tl.arange(0, BLOCK)
+        inside = rows < n_rows
+        d = tl.arange(0, D)
+        first = d < HALF
+        rotary = d < 2 * HALF
+        partner = tl.where(first, d + HALF, tl.where(rotary, d - HALF, d))
+        base = rows[:, None].to(tl.int64) * D
+        offsets = base + d[None, :]
+        x = tl.load(x_ptr + offsets, mask=inside[:, None], other=0.0).to(tl.float32)
+        x_partner = tl.load(x_ptr + base + partner[None, :], mask=inside[:, None], other=0.0).to(tl.float32)
+        inv_rms = tl.rsqrt(tl.sum(x * x, axis=1) / D + 1.1920928955078125e-07)  # fp32's eps, F.rms_norm's for bf16
+        # The table entry of each column: its position's, at its pair's index; 1 and 0 past rd.
+        table = ((rows // H) % T)[:, None] * HALF + tl.where(first, d, d - HALF)[None, :]
+        in_table = inside[:, None] & rotary[None, :]
+        cos = tl.load(cos_ptr + table, mask=in_table, other=1.0).to(tl.float32)
+        sin = tl.load(sin_ptr + table, mask=in_table, other=0.0).to(tl.float32)
+        sign = tl.where(first, 1.0, -1.0)[None, :]
+        return (offsets, inside, x * inv_rms[:, None], x_partner * inv_rms[:, None], inv_rms,
+                cos, sin, sign, base + partner[None, :])
+
+    @triton.jit
+    def _qk_fwd_kernel(x_ptr, cos_ptr, sin_ptr, gain_ptr, out_ptr, n_rows, T, H, D: tl.constexpr,
+                       HALF: tl.constexpr, HAS_GAIN: tl.constexpr, BLOCK: tl.constexpr):
+        block_start = tl.program_id(0) * BLOCK
+        offsets, inside, n, n_partner, _, cos, sin, sign, _ = _qk_tile(
+            x_ptr, cos_ptr, sin_ptr, block_start, n_rows, T, H, D, HALF, BLOCK)
+        out = n * cos + sign * n_partner * sin
+        if HAS_GAIN:
+            heads = (block_start + tl.arange(0, BLOCK)) % H
+            out = out * tl.load(gain_ptr + heads, mask=inside, other=0.0).to(tl.float32)[:, None]
+        tl.store(out_ptr + offsets, out.to(out_ptr.dtype.element_ty), mask=inside[:, None])
+
+    @triton.jit
+    def _qk_bwd_kernel(grad_ptr, x_ptr, cos_ptr, sin_ptr, gain_ptr, grad_x_ptr, dots_ptr, n_rows,
+                       T, H, D: tl.constexpr, HALF: tl.constexpr, HAS_GAIN: tl.constexpr,
+                       BLOCK: tl.constexpr):
+        block_start = tl.program_id(0) * BLOCK
+        offsets, inside, n, n_partner, inv_rms, cos, sin, sign, partner_offsets = _qk_tile(
+            x_ptr, cos_ptr, sin_ptr, block_start, n_rows, T, H, D, HALF, BLOCK)
+        grad = tl.load(grad_ptr + offsets, mask=inside[:, None], other=0.0).to(tl.float32)
+        grad_partner = tl.load(grad_ptr + partner_offsets, mask=inside[:, None], other=0.0).to(tl.float32)
+        if HAS_GAIN:
+            rotated = n * cos + sign * n_partner * sin
+            rows = block_start + tl.arange(0, BLOCK)
+            tl.store(dots_ptr + rows, tl.sum(grad * rotated, axis=1), mask=inside)
+            g = tl.load(gain_ptr + rows % H, mask=inside, other=0.0).to(tl.float32)[:, None]
+            grad, grad_partner = grad * g, grad_partner * g
+        grad_n = grad * cos - sign * grad_partner * sin  # rotated backwards
+        grad_x = inv_rms[:, None] * (grad_n - n * (tl.sum(grad_n * n, axis=1) / D)[:, None])
+        tl.store(grad_x_ptr + offsets, grad_x.to(grad_x_ptr.dtype.element_ty), mask=inside[:, None])
+
+    _QK_BLOCK = 64  # head vectors per program
+
+    def _qk_covered(q: Tensor, cos: Tensor) -> bool:
+        """Head width a power of two (Triton's block shapes) and the tables (1, T, 1, rd / 2)."""
+        d = q.size(3)
+        return d & (d - 1) == 0 and d >= 16 and cos.shape == (1, q.size(1), 1, cos.size(3))
+
+    def _qk_launch(kernel, x: Tensor, cos: Tensor, *args, has_gain: bool) -> None:
+        B, T, H, D = x.shape
+        n_rows = B * T * H
+        with torch.cuda.device(x.device):
+            kernel[(triton.cdiv(n_rows, _QK_BLOCK),)](*args, n_rows, T, H, D=D, HALF=cos.size(3),
+                                                      HAS_GAIN=has_gain, BLOCK=_QK_BLOCK, num_warps=4)
+
+    def _qk_tables(cos: Tensor, sin: Tensor) -> tuple[Tensor, Tensor]:
+        return cos.reshape(cos.size(1), cos.size(3)).contiguous(), sin.reshape(sin.size(1), sin.size(3)).contiguous()
+
+    @qk_norm_rope.register_kernel("cuda")
+    def _qk_norm_rope_cuda(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor,
+                           gain: Tensor) -> tuple[Tensor, Tensor]:
+        if not _qk_covered(q, cos):
+            return _qk_formula(q, k, cos, sin, gain)
+        (q, k), (c, s) = (q.contiguous(), k.contiguous()), _qk_tables(cos, sin)
+        out_q, out_k = torch.empty_like(q), torch.empty_like(k)
+        _qk_launch(_qk_fwd_kernel, q, cos, q, c, s, gain, out_q, has_gain=True)
+        _qk_launch(_qk_fwd_kernel, k, cos, k, c, s, gain, out_k, has_gain=False)
+        return out_q, out_k
+
+    @qk_norm_rope_backward.register_kernel("cuda")
+    def _qk_norm_rope_backward_cuda(grad_q: Tensor, grad_k: Tensor, q: Tensor, k: Tensor,
+                                    cos: Tensor, sin: Tensor, gain: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        if not _qk_covered(q, cos):
+            return _qk_backward_formula(grad_q, grad_k, q, k, cos, sin, gain)
+        grad_q, grad_k, q, k = (t.contiguous() for t in (grad_q, grad_k, q, k))
+        c, s = _qk_tables(cos, sin)
+        dq, dk = torch.empty_like(q), torch.empty_like(k)
+        dots = torch.empty(q.numel() // q.size(3), device=q.device, dtype=torch.float32)
+        _qk_launch(_qk_bwd_kernel, q, cos, grad_q, q, c, s, gain, dq, dots, has_gain=True)
+        _qk_launch(_qk_bwd_kernel, k, cos, grad_k, k, c, s, gain, dk, dots, has_gain=False)
+        return dq, dk, dots.view(-1, q.size(2)).sum(0).to(gain.dtype)
