@@ -8,8 +8,8 @@ it random tokens (no data pipeline: this isolates the GPU work), and for looping
   - times --steps steps after 3 compile/warmup steps (CUDA-synchronized wall clock, median);
   - splits one step into forward+backward of the 8 micro-batches and the optimizer step
     (clipping, Muon, AdamW, zeroing the gradients: one CUDA graph unless OPTIMIZER_GRAPH=0);
-  - profiles one step and prints the CUDA kernels grouped by kind (pgolf's fused loss and XSA
-    kernels, attention, matmul, fused Triton/inductor, copy/cast, other) with their share of the
+  - profiles one step and prints the CUDA kernels grouped by kind (pgolf's fused loss, XSA and
+    q/k kernels, attention, matmul, fused Triton/inductor, copy/cast, other) with their share of the
     step, the step's time outside kernels (gaps), the top kernels by name, and writes every
     kernel of each graph to DIR/step_profile.json;
   - prints the dtype of the residual stream inside a block.
@@ -37,6 +37,7 @@ from trainer.optim import build_optimizers
 
 KINDS = (("softcapped CE (fused)", ("softcap_ce",)),
          ("exclusive self-attention (fused)", ("_xsa_",)),
+         ("q/k norm and RoPE (fused)", ("_qk_",)),
          ("attention", ("cudnn", "flash", "fmha", "sdpa", "attn")),
          ("matmul", ("gemm", "cutlass", "sm90", "nvjet", "cublas")),
          ("fused (Triton, inductor)", ("triton",)),
