@@ -6,7 +6,7 @@ micro-batch, about 0.5 ms at the record's shapes on an H200: the query gain's gr
 over every token of the head, was a product stored in fp32 and summed by a kernel of its own.
 Here a program owns a block of head vectors: it reads x once forward and x and the gradient once
 backward, recomputes the norm instead of storing it, and leaves one fp32 dot product per vector
-for the gain's gradient (a sum over a tensor 64 times smaller than q).
+for the gain's gradient (one value per head vector, where the compiled ops stored one per element).
 
 Both directions are custom ops, `pgolf::qk_norm_rope` and `pgolf::qk_norm_rope_backward`, so
 torch.compile keeps each as one call. Their default implementation is the same formula in
@@ -22,6 +22,7 @@ from torch import Tensor
 
 from trainer.triton_support import tl, triton
 from trainer.xsa import at_least_fp32
+
 
 def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     """Rotate the first 2 * cos.size(-1) dims of x (B, T, H, D) as half-split pairs."""
@@ -122,7 +123,8 @@ if triton is not None:
         offsets = base + d[None, :]
         x = tl.load(x_ptr + offsets, mask=inside[:, None], other=0.0).to(tl.float32)
         x_partner = tl.load(x_ptr + base + partner[None, :], mask=inside[:, None], other=0.0).to(tl.float32)
-        inv_rms = tl.rsqrt(tl.sum(x * x, axis=1) / D + 1.1920928955078125e-07)  # fp32's eps, F.rms_norm's for bf16
+        # fp32's eps: F.rms_norm's for bf16 inputs, which it computes in fp32.
+        inv_rms = tl.rsqrt(tl.sum(x * x, axis=1) / D + 1.1920928955078125e-07)
         # The table entry of each column: its position's, at its pair's index; 1 and 0 past rd.
         table = ((rows // H) % T)[:, None] * HALF + tl.where(first, d, d - HALF)[None, :]
         in_table = inside[:, None] & rotary[None, :]
@@ -178,7 +180,8 @@ if triton is not None:
                                                       HAS_GAIN=has_gain, BLOCK=_QK_BLOCK, num_warps=4)
 
     def _qk_tables(cos: Tensor, sin: Tensor) -> tuple[Tensor, Tensor]:
-        return cos.reshape(cos.size(1), cos.size(3)).contiguous(), sin.reshape(sin.size(1), sin.size(3)).contiguous()
+        """(1, T, 1, rd / 2) -> (T, rd / 2), contiguous."""
+        return tuple(t.reshape(t.size(1), t.size(3)).contiguous() for t in (cos, sin))
 
     @qk_norm_rope.register_kernel("cuda")
     def _qk_norm_rope_cuda(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor,
