@@ -1,5 +1,5 @@
-"""Helpers for the trainer tests: the embedded sample corpus as shards, trainer runs, and work
-run in two gloo processes."""
+"""Helpers for the trainer tests: the embedded sample corpus as shards, trainer runs, work run in
+two gloo processes, and the kernels' error measure."""
 
 from __future__ import annotations
 
@@ -101,3 +101,8 @@ def _gloo_rank(rank: int, path: Path, queue, work) -> None:
     queue.close()
     queue.join_thread()
     os._exit(0)
+
+
+def relative_error(value, reference) -> float:
+    """|value - reference| / |reference| over the whole tensors, in fp64."""
+    return ((value.double() - reference.double()).norm() / reference.double().norm()).item()

@@ -120,9 +120,9 @@ if triton is not None:
         rotary = d < 2 * HALF
         partner = tl.where(first, d + HALF, tl.where(rotary, d - HALF, d))
         base = rows[:, None].to(tl.int64) * D
-        offsets = base + d[None, :]
+        offsets, partner_offsets = base + d[None, :], base + partner[None, :]
         x = tl.load(x_ptr + offsets, mask=inside[:, None], other=0.0).to(tl.float32)
-        x_partner = tl.load(x_ptr + base + partner[None, :], mask=inside[:, None], other=0.0).to(tl.float32)
+        x_partner = tl.load(x_ptr + partner_offsets, mask=inside[:, None], other=0.0).to(tl.float32)
         # fp32's eps: F.rms_norm's for bf16 inputs, which it computes in fp32.
         inv_rms = tl.rsqrt(tl.sum(x * x, axis=1) / D + 1.1920928955078125e-07)
         # The table entry of each column: its position's, at its pair's index; 1 and 0 past rd.
@@ -132,7 +132,7 @@ if triton is not None:
         sin = tl.load(sin_ptr + table, mask=in_table, other=0.0).to(tl.float32)
         sign = tl.where(first, 1.0, -1.0)[None, :]
         return (offsets, inside, x * inv_rms[:, None], x_partner * inv_rms[:, None], inv_rms,
-                cos, sin, sign, base + partner[None, :])
+                cos, sin, sign, partner_offsets)
 
     @triton.jit
     def _qk_fwd_kernel(x_ptr, cos_ptr, sin_ptr, gain_ptr, out_ptr, n_rows, T, H, D: tl.constexpr,

@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from trainer.fa4 import fa4_attention
+from trainer_support import relative_error
 
 pytestmark = pytest.mark.skipif(
     not torch.cuda.is_available() or importlib.util.find_spec("flash_attn") is None,
@@ -39,10 +40,6 @@ def _outputs(fn, q, k, v, grad):
     return [out.detach(), *torch.autograd.grad(out, leaves, grad)]
 
 
-def _relative(value, reference):
-    return ((value.double() - reference.double()).norm() / reference.double().norm()).item()
-
-
 def _inputs(B, T, H, Hkv, D, seed):
     gen = torch.Generator(device="cuda").manual_seed(seed)
     return [torch.randn(B, T, h, D, device="cuda", generator=gen).bfloat16() for h in (H, Hkv, Hkv, H)]
@@ -51,8 +48,8 @@ def _inputs(B, T, H, Hkv, D, seed):
 def _check(ours, bf16, exact):
     for value, plain, expected in zip(ours, bf16, exact):
         assert value.dtype == torch.bfloat16 and torch.isfinite(value).all()
-        error = _relative(value, expected)
-        assert error < 1e-2 and error <= _relative(plain, expected) + 2**-8
+        error = relative_error(value, expected)
+        assert error < 1e-2 and error <= relative_error(plain, expected) + 2**-8
 
 
 @pytest.mark.parametrize("shape", [(2, 2048, 8, 4, 64), (3, 300, 8, 8, 64), (1, 512, 4, 1, 128)])
@@ -106,7 +103,7 @@ def test_compiled_graph_keeps_the_op_and_matches_eager():
 
     compiled = torch.compile(layer, fullgraph=True, dynamic=False)  # fails on a graph break
     for value, expected in zip(_outputs(compiled, q, k, v, grad), _outputs(layer, q, k, v, grad)):
-        assert _relative(value, expected) < 1e-2
+        assert relative_error(value, expected) < 1e-2
 
 
 def test_document_bounds_from_bos_compile_once_for_any_number_of_documents():
@@ -125,7 +122,7 @@ def test_document_bounds_from_bos_compile_once_for_any_number_of_documents():
         ours = _outputs(lambda *t: compiled(*t, ids), q, k, v, grad)
         expected = _outputs(lambda *t: _documents(*t, starts), q, k, v, grad)
         for value, reference in zip(ours, expected):
-            assert _relative(value, reference) < 1e-2
+            assert relative_error(value, reference) < 1e-2
 
 
 def test_bounds_made_on_the_host_give_the_same_attention_in_one_graph():
@@ -150,7 +147,7 @@ def test_bounds_made_on_the_host_give_the_same_attention_in_one_graph():
         in_graph = _outputs(lambda *t: layer(*t, document_segments(ids.cuda(), "fa4")), q, k, v, grad)
         assert torch.equal(ours[0], in_graph[0])
         for value, reference in zip(ours[1:], in_graph[1:]):  # dq sums by atomics, in any order
-            assert _relative(value, reference) < 1e-3
+            assert relative_error(value, reference) < 1e-3
     assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1
 
 
@@ -174,7 +171,7 @@ def test_fa3_shim_takes_the_records_padded_bounds():
     ours = _outputs(packed, q, k, v, grad)
     expected = _outputs(lambda *t: _documents(*t, starts), q, k, v, grad)
     for value, reference in zip(ours, expected):
-        assert _relative(value, reference) < 1e-2
+        assert relative_error(value, reference) < 1e-2
     dense = _outputs(lambda *t: shim.flash_attn_func(*t, causal=True), q, k, v, grad)
     for value, reference in zip(dense, _outputs(_sdpa, q, k, v, grad)):
-        assert _relative(value, reference) < 1e-2
+        assert relative_error(value, reference) < 1e-2

@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from trainer.mlp_gemm import fused_mlp, fused_mlp_problem
+from trainer_support import relative_error
 
 gpu = pytest.mark.skipif(
     not torch.cuda.is_available() or importlib.util.find_spec("quack") is None,
@@ -27,10 +28,6 @@ def _outputs(fn, grad, *inputs):
     leaves = [t.detach().requires_grad_() for t in inputs]
     out = fn(*leaves)
     return [out.detach(), *torch.autograd.grad(out, leaves, grad)]
-
-
-def _relative(value, reference):
-    return ((value.double() - reference.double()).norm() / reference.double().norm()).item()
 
 
 def _inputs(M, dim, hidden, seed):
@@ -53,8 +50,8 @@ def test_fused_matches_fp64_as_closely_as_the_torch_ops(M, dim, hidden, with_res
     exact = _outputs(_reference, grad.double(), *(t.double() for t in inputs))
     for value, plain, expected in zip(ours, bf16, exact):
         assert value.dtype == torch.bfloat16 and torch.isfinite(value).all()
-        error = _relative(value, expected)
-        assert error < 1e-2 and error <= _relative(plain, expected) + 2**-8
+        error = relative_error(value, expected)
+        assert error < 1e-2 and error <= relative_error(plain, expected) + 2**-8
 
 
 @gpu
@@ -67,7 +64,7 @@ def test_compiled_graph_keeps_the_op_and_matches_eager():
     compiled = torch.compile(block, fullgraph=True, dynamic=False)  # fails on a graph break
     for value, expected in zip(_outputs(compiled, grad, x, w_fc, w_proj),
                                _outputs(block, grad, x, w_fc, w_proj)):
-        assert _relative(value, expected) < 1e-2
+        assert relative_error(value, expected) < 1e-2
 
 
 def test_falls_back_where_it_cannot_run():

@@ -4,6 +4,7 @@ import torch.nn.functional as F
 
 from trainer.model import rope_tables
 from trainer.qk_rope import apply_rope, qk_norm_rope, qk_norm_rope_backward
+from trainer_support import relative_error
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="the Triton kernels need a CUDA GPU")
 
@@ -36,17 +37,13 @@ def _outputs_and_grads(fn, q, k, cos, sin, gain, grad_q, grad_k):
     return [out_q.detach(), out_k.detach(), *grads]
 
 
-def _relative(value, reference):
-    return ((value.double() - reference.double()).norm() / reference.double().norm()).item()
-
-
 @pytest.mark.parametrize("rope_dims", [4, 16])  # partial RoPE and every dimension rotated
 def test_matches_the_pytorch_ops_with_autograd(rope_dims):
     inputs = _inputs((2, 5, 4, 16), 2, rope_dims, torch.float64)
     fused = _outputs_and_grads(qk_norm_rope, *inputs)
     reference = _outputs_and_grads(_reference, *inputs)
     for value, expected in zip(fused, reference):
-        assert value.abs().max() > 0 and _relative(value, expected) < 1e-12
+        assert value.abs().max() > 0 and relative_error(value, expected) < 1e-12
 
 
 def test_custom_ops_are_registered_consistently():
@@ -69,8 +66,8 @@ def test_kernels_match_fp64_as_closely_as_the_bf16_ops(shape, kv_heads, rope_dim
     exact = _outputs_and_grads(_reference, *(t.double() for t in inputs))
     for value, bf16, expected in zip(fused, plain, exact):
         assert value.dtype == bf16.dtype and torch.isfinite(value).all()
-        error = _relative(value, expected)
-        assert error < 1e-2 and error <= _relative(bf16, expected) + 2**-9
+        error = relative_error(value, expected)
+        assert error < 1e-2 and error <= relative_error(bf16, expected) + 2**-9
 
 
 @cuda

@@ -3,6 +3,7 @@ import torch
 
 from trainer.xsa import exclusive_self_attention as _reference  # the PyTorch ops scoring runs
 from trainer.xsa import fused_exclusive_self_attention, xsa_backward
+from trainer_support import relative_error
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="the Triton kernels need a CUDA GPU")
 
@@ -20,17 +21,13 @@ def _output_and_grads(fn, y, v, grad):
     return [out.detach(), *torch.autograd.grad(out, (y, v), grad)]
 
 
-def _relative(value, reference):
-    return ((value.double() - reference.double()).norm() / reference.double().norm()).item()
-
-
 def test_matches_the_formula_with_autograd_including_a_zero_value_vector():
     y, v, grad = _inputs((2, 5, 8, 16), 4, torch.float64)
     v[1, 3, 2] = 0.0  # F.normalize clamps its norm to eps: the other branch of the backward
     fused = _output_and_grads(fused_exclusive_self_attention, y, v, grad)
     reference = _output_and_grads(_reference, y, v, grad)
     for value, expected in zip(fused, reference):
-        assert value.abs().max() > 0 and _relative(value, expected) < 1e-12
+        assert value.abs().max() > 0 and relative_error(value, expected) < 1e-12
 
 
 def test_custom_ops_are_registered_consistently():
@@ -50,8 +47,8 @@ def test_kernels_match_fp64_as_closely_as_the_bf16_formula(shape, kv_heads):
     exact = _output_and_grads(_reference, y.double(), v.double(), grad.double())
     for value, bf16, expected in zip(fused, plain, exact):
         assert value.dtype == torch.bfloat16 and torch.isfinite(value).all()
-        error = _relative(value, expected)
-        assert error < 1e-2 and error <= _relative(bf16, expected) + 2**-9
+        error = relative_error(value, expected)
+        assert error < 1e-2 and error <= relative_error(bf16, expected) + 2**-9
 
 
 @cuda
