@@ -165,19 +165,21 @@ if triton is not None:
         grad_x = inv_rms[:, None] * (grad_n - n * (tl.sum(grad_n * n, axis=1) / D)[:, None])
         tl.store(grad_x_ptr + offsets, grad_x.to(grad_x_ptr.dtype.element_ty), mask=inside[:, None])
 
-    _QK_BLOCK = 64  # head vectors per program
+    # Head vectors per program, forward and backward: the backward holds twice the tensors, and
+    # at 64 rows its programs ran at 2.2 TB/s on an H200 where 32 ran at 3.1 (docs/benchmarks.md).
+    _QK_FWD_BLOCK, _QK_BWD_BLOCK = 64, 32
 
     def _qk_covered(q: Tensor, cos: Tensor) -> bool:
         """Head width a power of two (Triton's block shapes) and the tables (1, T, 1, rd / 2)."""
         d = q.size(3)
         return d & (d - 1) == 0 and d >= 16 and cos.shape == (1, q.size(1), 1, cos.size(3))
 
-    def _qk_launch(kernel, x: Tensor, cos: Tensor, *args, has_gain: bool) -> None:
+    def _qk_launch(kernel, block: int, x: Tensor, cos: Tensor, *args, has_gain: bool) -> None:
         B, T, H, D = x.shape
         n_rows = B * T * H
         with torch.cuda.device(x.device):
-            kernel[(triton.cdiv(n_rows, _QK_BLOCK),)](*args, n_rows, T, H, D=D, HALF=cos.size(3),
-                                                      HAS_GAIN=has_gain, BLOCK=_QK_BLOCK, num_warps=4)
+            kernel[(triton.cdiv(n_rows, block),)](*args, n_rows, T, H, D=D, HALF=cos.size(3),
+                                                  HAS_GAIN=has_gain, BLOCK=block, num_warps=4)
 
     def _qk_tables(cos: Tensor, sin: Tensor) -> tuple[Tensor, Tensor]:
         """(1, T, 1, rd / 2) -> (T, rd / 2), contiguous."""
@@ -190,8 +192,8 @@ if triton is not None:
             return _qk_formula(q, k, cos, sin, gain)
         (q, k), (c, s) = (q.contiguous(), k.contiguous()), _qk_tables(cos, sin)
         out_q, out_k = torch.empty_like(q), torch.empty_like(k)
-        _qk_launch(_qk_fwd_kernel, q, cos, q, c, s, gain, out_q, has_gain=True)
-        _qk_launch(_qk_fwd_kernel, k, cos, k, c, s, gain, out_k, has_gain=False)
+        _qk_launch(_qk_fwd_kernel, _QK_FWD_BLOCK, q, cos, q, c, s, gain, out_q, has_gain=True)
+        _qk_launch(_qk_fwd_kernel, _QK_FWD_BLOCK, k, cos, k, c, s, gain, out_k, has_gain=False)
         return out_q, out_k
 
     @qk_norm_rope_backward.register_kernel("cuda")
@@ -203,6 +205,6 @@ if triton is not None:
         c, s = _qk_tables(cos, sin)
         dq, dk = torch.empty_like(q), torch.empty_like(k)
         dots = torch.empty(q.numel() // q.size(3), device=q.device, dtype=torch.float32)
-        _qk_launch(_qk_bwd_kernel, q, cos, grad_q, q, c, s, gain, dq, dots, has_gain=True)
-        _qk_launch(_qk_bwd_kernel, k, cos, grad_k, k, c, s, gain, dk, dots, has_gain=False)
+        _qk_launch(_qk_bwd_kernel, _QK_BWD_BLOCK, q, cos, grad_q, q, c, s, gain, dq, dots, has_gain=True)
+        _qk_launch(_qk_bwd_kernel, _QK_BWD_BLOCK, k, cos, grad_k, k, c, s, gain, dk, dots, has_gain=False)
         return dq, dk, dots.view(-1, q.size(2)).sum(0).to(gain.dtype)
