@@ -5,8 +5,8 @@ back to apply the activation, and the backward does the same for the activation'
 Here the up projection's epilogue writes the pre-activation (kept for the backward) and the
 activation, and the backward's first GEMM, grad_y @ W_proj, multiplies by the derivative in its
 epilogue and re-derives the activation there for W_proj's gradient. A residual, where given, is
-accumulated onto by the down projection (addmm; trainer/model.py, scaled_residual). Forward and
-backward are each one torch custom op, opaque to torch.compile, joined by autograd.
+read in the down projection's epilogue (quack's gemm_add; trainer/residual_gemm.py says why).
+Forward and backward are each one torch custom op, opaque to torch.compile, joined by autograd.
 
 leaky(h) = 0.5 (h + relu(h)); d/dh leaky(h)^2 = 0.5 h + 1.5 relu(h).
 """
@@ -46,10 +46,12 @@ def mlp_fwd(x: torch.Tensor, w_fc: torch.Tensor, w_proj: torch.Tensor,
             residual: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
     """x (M, dim), w_fc (hidden, dim), w_proj (dim, hidden), residual (M, dim) or None
     -> (y (M, dim), pre-activation); y includes the residual."""
+    from quack.gemm_interface import gemm_add
+
     up = epilogues()[0](x, w_fc.t(), tuned=False)
     if residual is None:
         return up["postact"] @ w_proj.t(), up["D"]
-    return torch.addmm(residual, up["postact"], w_proj.t()), up["D"]
+    return gemm_add(up["postact"], w_proj.t(), residual, tuned=False), up["D"]
 
 
 @mlp_fwd.register_fake
@@ -110,7 +112,7 @@ def fused_mlp_problem(device: torch.device, dim: int, hidden: int, slope: float)
         x = torch.randn(256, dim, device=device, dtype=torch.bfloat16, requires_grad=True)
         w_fc, w_proj = (torch.randn(shape, device=device, dtype=torch.bfloat16, requires_grad=True)
                         for shape in ((hidden, dim), (dim, hidden)))
-        fused_mlp(x, w_fc, w_proj).float().sum().backward()
+        fused_mlp(x, w_fc, w_proj, residual=torch.randn_like(x)).float().sum().backward()
         torch.cuda.synchronize(device)
     except Exception as exc:  # any failure of a third-party kernel means: do not use it
         text = str(exc).strip().splitlines()

@@ -27,6 +27,7 @@ from trainer.errors import TrainerError
 from trainer.gates import HeadGate, SmearGate
 from trainer.mlp_gemm import fused_mlp, fused_mlp_problem
 from trainer.qk_rope import apply_rope, qk_norm_rope
+from trainer.residual_gemm import residual_gemm
 from trainer.runlog import log
 from trainer.softcap_ce import softcapped_cross_entropy
 from trainer.xsa import exclusive_self_attention, fused_exclusive_self_attention
@@ -183,12 +184,15 @@ def scaled_weight(linear: CastedLinear, scale: torch.Tensor, dtype: torch.dtype)
     return (linear.weight * scale[:, None]).to(dtype)
 
 
-def scaled_residual(residual: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """residual + x @ weight.T as one GEMM that accumulates onto the residual (addmm; on CUDA
-    PyTorch first copies the residual into the output). With a block's per-channel scale folded
-    into the weight (scaled_weight), neither the projection's output nor its scaled copy is
-    stored, and the backward needs neither (the scale's gradient comes through the weight's)."""
-    out = torch.addmm(residual.reshape(-1, residual.size(-1)), x.reshape(-1, x.size(-1)), weight.t())
+def scaled_residual(residual: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                    quack: bool = False) -> torch.Tensor:
+    """residual + x @ weight.T as one GEMM that adds the residual: addmm (on CUDA PyTorch first
+    copies the residual into the output) or, with `quack`, one that reads it in its epilogue
+    (trainer/residual_gemm.py). With a block's per-channel scale folded into the weight
+    (scaled_weight), neither the projection's output nor its scaled copy is stored, and the
+    backward needs neither (the scale's gradient comes through the weight's)."""
+    residual2d, x2d = residual.reshape(-1, residual.size(-1)), x.reshape(-1, x.size(-1))
+    out = residual_gemm(residual2d, x2d, weight) if quack else torch.addmm(residual2d, x2d, weight.t())
     return out.view_as(residual)
 
 
@@ -226,7 +230,9 @@ class Block(nn.Module):
         Training and TTT's steps only: scoring and the Hessians' calibration, which hooks the
         projections' inputs, keep forward's modules, as for the fused kernels."""
         heads = self.attn.heads(self.attn_norm(x) * self.ln_scale_factor, rope, segments)
-        y = scaled_residual(x, heads, scaled_weight(self.attn.proj, self.attn_scale, x.dtype))
+        # The attention's projection adds the residual on quack wherever the MLP runs on it.
+        y = scaled_residual(x, heads, scaled_weight(self.attn.proj, self.attn_scale, x.dtype),
+                            quack=self.mlp.fused)
         mlp_in = x if self.parallel else y  # parallel: the MLP reads the block input too
         return self.mlp.add_to(y, self.mlp_norm(mlp_in) * self.ln_scale_factor, self.mlp_scale)
 
