@@ -105,7 +105,8 @@ class Config:
                           "records from 2026-04-10; FlashAttention 4 runs it as packed varlen "
                           "attention, other kernels with a dense mask (slower).")
     mlp_kernel: str = knob("auto", "MLP GEMMs in training and TTT: quack fuses LeakyReLU(0.5)^2 and its "
-                           "derivative into the GEMM epilogues (Hopper); auto takes it where it runs, "
+                           "derivative into the GEMM epilogues, and the residual add into the MLP's "
+                           "and the attention's projections (Hopper); auto takes it where it runs, "
                            "torch = cuBLAS and compiled elementwise kernels.", ("auto", "quack", "torch"))
     compile: bool = knob(True, "torch.compile the model (fullgraph) on CUDA.")
     smear_gate_enabled: bool = knob(False, "SmearGate: each token's embedding adds a gated share of "

@@ -166,7 +166,8 @@ if triton is not None:
         tl.store(grad_x_ptr + offsets, grad_x.to(grad_x_ptr.dtype.element_ty), mask=inside[:, None])
 
     # Head vectors per program, forward and backward: the backward holds twice the tensors, and
-    # at 64 rows its programs ran at 2.2 TB/s on an H200 where 32 ran at 3.1 (docs/benchmarks.md).
+    # at 64 rows its programs ran at 2.2 TB/s on an H200 where 32 ran at 3.1 (docs/benchmarks.md,
+    # "The residual read in the GEMM's epilogue, and the q/k backward's block size").
     _QK_FWD_BLOCK, _QK_BWD_BLOCK = 64, 32
 
     def _qk_covered(q: Tensor, cos: Tensor) -> bool:
