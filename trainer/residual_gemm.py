@@ -2,7 +2,7 @@
 
 PyTorch's CUDA addmm copies the residual into its output before the GEMM accumulates onto it: a
 read and a write of the (tokens, dim) stream more than the sum needs, twice per layer and
-micro-batch in training (the attention's and the MLP's projections; `Memcpy DtoD`, 8.6 ms a step
+micro-batch in training (the attention's and the MLP's projections; `Memcpy DtoD`, 8.7 ms a step
 at the record's shapes on an H200). quack's gemm_add reads the residual in its epilogue instead.
 The op is `pgolf::residual_gemm`, one call in the compiled graph; its backward is addmm's. Its
 default implementation is addmm: CPU, and wherever quack is missing (the model runs it only
