@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import torch
+
 from trainer.config import env_name, fields
 from trainer.dataprep import iter_documents, train_tokenizer, write_shards
 
@@ -106,3 +108,13 @@ def _gloo_rank(rank: int, path: Path, queue, work) -> None:
 def relative_error(value, reference) -> float:
     """|value - reference| / |reference| over the whole tensors, in fp64."""
     return ((value.double() - reference.double()).norm() / reference.double().norm()).item()
+
+
+def assert_as_close_as(ours, plain, exact, slack: float) -> None:
+    """A kernel's outputs and gradients (`ours`) against an fp64 evaluation (`exact`) beside the
+    PyTorch ops' in low precision (`plain`): each in plain's dtype, finite, within 1e-2 relative
+    and no further from exact than plain is, plus `slack` (about one rounding)."""
+    for value, low, expected in zip(ours, plain, exact, strict=True):
+        assert value.dtype == low.dtype and torch.isfinite(value).all()
+        error = relative_error(value, expected)
+        assert error < 1e-2 and error <= relative_error(low, expected) + slack

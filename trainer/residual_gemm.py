@@ -4,9 +4,9 @@ PyTorch's CUDA addmm copies the residual into its output before the GEMM accumul
 read and a write of the (tokens, dim) stream more than the sum needs, twice per layer and
 micro-batch in training (the attention's and the MLP's projections; `Memcpy DtoD`, 8.7 ms a step
 at the record's shapes on an H200). quack's gemm_add reads the residual in its epilogue instead.
-The op is `pgolf::residual_gemm`, one call in the compiled graph; its backward is addmm's. Its
-default implementation is addmm: CPU, and wherever quack is missing (the model runs it only
-where the quack MLP runs, trainer/model.py).
+The op is `pgolf::residual_gemm`, one call in the compiled graph; its backward is addmm's. On
+CUDA it needs quack, and the model runs it only where the quack MLP runs (trainer/model.py); its
+default implementation, on CPU, is addmm.
 """
 
 from __future__ import annotations
@@ -28,10 +28,8 @@ def _residual_gemm_fake(residual, x, weight):
 
 @residual_gemm.register_kernel("cuda")
 def _residual_gemm_cuda(residual: Tensor, x: Tensor, weight: Tensor) -> Tensor:
-    try:
-        from quack.gemm_interface import gemm_add
-    except ImportError:
-        return torch.addmm(residual, x, weight.t())
+    from quack.gemm_interface import gemm_add
+
     return gemm_add(x.contiguous(), weight.t(), residual.contiguous(), tuned=False)
 
 

@@ -4,7 +4,7 @@ import torch.nn.functional as F
 
 from trainer.model import rope_tables
 from trainer.qk_rope import apply_rope, qk_norm_rope, qk_norm_rope_backward
-from trainer_support import relative_error
+from trainer_support import assert_as_close_as, relative_error
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="the Triton kernels need a CUDA GPU")
 
@@ -64,10 +64,7 @@ def test_kernels_match_fp64_as_closely_as_the_bf16_ops(shape, kv_heads, rope_dim
     fused = _outputs_and_grads(qk_norm_rope, *inputs)
     plain = _outputs_and_grads(_reference, *inputs)
     exact = _outputs_and_grads(_reference, *(t.double() for t in inputs))
-    for value, bf16, expected in zip(fused, plain, exact):
-        assert value.dtype == bf16.dtype and torch.isfinite(value).all()
-        error = relative_error(value, expected)
-        assert error < 1e-2 and error <= relative_error(bf16, expected) + 2**-9
+    assert_as_close_as(fused, plain, exact, 2**-9)
 
 
 @cuda
