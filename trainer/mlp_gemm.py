@@ -5,7 +5,7 @@ back to apply the activation, and the backward does the same for the activation'
 Here the up projection's epilogue writes the pre-activation (kept for the backward) and the
 activation, and the backward's first GEMM, grad_y @ W_proj, multiplies by the derivative in its
 epilogue and re-derives the activation there for W_proj's gradient. A residual, where given, is
-read in the down projection's epilogue (quack's gemm_add; trainer/residual_gemm.py says why).
+read in the down projection's epilogue (trainer/residual_gemm.py says why).
 Forward and backward are each one torch custom op, opaque to torch.compile, joined by autograd.
 
 leaky(h) = 0.5 (h + relu(h)); d/dh leaky(h)^2 = 0.5 h + 1.5 relu(h).
@@ -16,6 +16,8 @@ from __future__ import annotations
 import functools
 
 import torch
+
+from trainer.residual_gemm import hopper_tile, quack_gemm_add
 
 SLOPE = 0.5  # the epilogues' constants are this slope's
 
@@ -46,12 +48,10 @@ def mlp_fwd(x: torch.Tensor, w_fc: torch.Tensor, w_proj: torch.Tensor,
             residual: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
     """x (M, dim), w_fc (hidden, dim), w_proj (dim, hidden), residual (M, dim) or None
     -> (y (M, dim), pre-activation); y includes the residual."""
-    from quack.gemm_interface import gemm_add
-
-    up = epilogues()[0](x, w_fc.t(), tuned=False)
+    up = epilogues()[0](x, w_fc.t(), tuned=False)  # quack's default tile was the fastest here
     if residual is None:
         return up["postact"] @ w_proj.t(), up["D"]
-    return gemm_add(up["postact"], w_proj.t(), residual, tuned=False), up["D"]
+    return quack_gemm_add(residual, up["postact"], w_proj), up["D"]
 
 
 @mlp_fwd.register_fake
@@ -62,7 +62,7 @@ def _mlp_fwd_fake(x, w_fc, w_proj, residual):
 @torch.library.custom_op("pgolf::leaky_sq_mlp_bwd", mutates_args=())
 def mlp_bwd(dy: torch.Tensor, x: torch.Tensor, w_fc: torch.Tensor, w_proj: torch.Tensor,
             pre: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    down = epilogues()[1](dy, w_proj, C=pre, tuned=False)
+    down = epilogues()[1](dy, w_proj, C=pre, config=hopper_tile(dy.device), tuned=False)
     dpre, post = down["D"], down["postact"]
     return dpre @ w_fc, dpre.t() @ x, dy.t() @ post
 
