@@ -4,9 +4,10 @@ PyTorch's CUDA addmm copies the residual into its output before the GEMM accumul
 read and a write of the (tokens, dim) stream more than the sum needs, twice per layer and
 micro-batch in training (the attention's and the MLP's projections; `Memcpy DtoD`, 8.7 ms a step
 at the record's shapes on an H200). quack's GEMM reads the residual in its epilogue instead, with
-a tile fixed for Hopper (`hopper_tile`), which the quack MLP's backward GEMM shares. The op is `pgolf::residual_gemm`, one call in the compiled graph; its backward is addmm's. On
-CUDA it needs quack, and the model runs it only where the quack MLP runs (trainer/model.py); its
-default implementation, on CPU, is addmm.
+a tile fixed for Hopper (`hopper_tile`), which the quack MLP's backward GEMM shares. The op is
+`pgolf::residual_gemm`, one call in the compiled graph; its backward is addmm's. On CUDA it needs
+quack, and the model runs it only where the quack MLP runs (trainer/model.py); its default
+implementation, on CPU, is addmm.
 """
 
 from __future__ import annotations
