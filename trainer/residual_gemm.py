@@ -55,9 +55,7 @@ def _residual_gemm_fake(residual, x, weight):
     return residual.new_empty(residual.shape)
 
 
-@residual_gemm.register_kernel("cuda")
-def _residual_gemm_cuda(residual: Tensor, x: Tensor, weight: Tensor) -> Tensor:
-    return quack_gemm_add(residual, x, weight)
+residual_gemm.register_kernel("cuda", quack_gemm_add)
 
 
 def _residual_gemm_setup_context(ctx, inputs, output) -> None:

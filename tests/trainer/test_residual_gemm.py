@@ -1,6 +1,6 @@
 """pgolf::residual_gemm, residual + x @ W^T: its autograd and registration on CPU (addmm), and on
-a GPU quack's gemm_add against fp64 as closely as cuBLAS's addmm in bf16. The GPU tests are
-skipped without a CUDA GPU or without quack (`pip install 'pgolf[gpu]'`)."""
+a GPU quack's GEMM (on Hopper with its fixed tile) against fp64 as closely as cuBLAS's addmm in
+bf16. The GPU tests are skipped without a CUDA GPU or without quack (`pip install 'pgolf[gpu]'`)."""
 
 import importlib.util
 
