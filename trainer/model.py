@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from trainer.attention import activate_backend, causal_attention, choose_backend, document_segments
 from trainer.config import Config
 from trainer.errors import TrainerError
+from trainer.fa4 import kv_repeats
 from trainer.gates import HeadGate, SmearGate
 from trainer.mlp_gemm import fused_mlp, fused_mlp_problem
 from trainer.qk_rope import apply_rope, qk_norm_rope
@@ -129,13 +130,17 @@ class CausalSelfAttention(nn.Module):
         k = k.view(B, T, self.num_kv_heads, self.head_dim)
         v = self.c_v(x).view(B, T, self.num_kv_heads, self.head_dim)
         # With unit-norm q and k the gain sets the attention temperature (QK-gain, PR #1125).
+        attn_v = v
         if torch.is_grad_enabled():  # training and TTT: one kernel each way (trainer/qk_rope.py)
-            q, k = qk_norm_rope(q, k, *rope, self.q_gain)
+            repeats = kv_repeats(self.backend, self.num_heads, self.num_kv_heads)
+            q, k = qk_norm_rope(q, k, *rope, self.q_gain, repeats)
+            if repeats > 1:
+                attn_v = v.repeat_interleave(repeats, dim=2)
         else:  # scoring keeps the PyTorch ops, as for XSA below
             q, k = F.rms_norm(q, (self.head_dim,)), F.rms_norm(k, (self.head_dim,))
             q, k = apply_rope(q, *rope), apply_rope(k, *rope)
             q = q * self.q_gain.to(q.dtype)[None, None, :, None]
-        y = causal_attention(q.to(v.dtype), k.to(v.dtype), v, self.backend, segments)  # (B, T, H, D)
+        y = causal_attention(q.to(v.dtype), k.to(v.dtype), attn_v, self.backend, segments)
         if self.use_xsa:
             # Training and TTT run the fused kernels (trainer/xsa.py). Scoring keeps the PyTorch
             # ops, whose compiled kernels give the per-token losses the evaluation benchmark

@@ -1,7 +1,8 @@
 """The queries' and keys' RMSNorm, partial RoPE and query gain as one Triton kernel each way on CUDA.
 
 Per head vector of q (B, T, H, D) and k (B, T, Hkv, D): out = rope(x / rms(x)), times the head's
-learned gain for q. Compiled from PyTorch ops this took ten inductor kernels per block and
+learned gain for q. The keys can come out repeated for each query head of their group, as FA4's
+backward wants them (trainer/attention.py says why); the backward then sums the repeats' gradients. Compiled from PyTorch ops this took ten inductor kernels per block and
 micro-batch, about 0.5 ms at the record's shapes on an H200: the query gain's gradient, a sum
 over every token of the head, was a product stored in fp32 and summed by a kernel of its own.
 Here a program owns a block of head vectors: it reads x once forward and x and the gradient once
@@ -58,34 +59,40 @@ def _rotated_backward(grad: Tensor, x: Tensor, cos: Tensor, sin: Tensor,
     return grad_x.to(x.dtype), grad_gain
 
 
-def _qk_formula(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, gain: Tensor) -> tuple[Tensor, Tensor]:
-    return (_rotated(q, cos, sin, gain).to(q.dtype).contiguous(),
-            _rotated(k, cos, sin, None).to(k.dtype).contiguous())
+def _qk_formula(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, gain: Tensor,
+                k_repeats: int) -> tuple[Tensor, Tensor]:
+    k_out = _rotated(k, cos, sin, None).to(k.dtype).repeat_interleave(k_repeats, dim=2)
+    return _rotated(q, cos, sin, gain).to(q.dtype).contiguous(), k_out.contiguous()
 
 
 def _qk_backward_formula(grad_q: Tensor, grad_k: Tensor, q: Tensor, k: Tensor, cos: Tensor,
                          sin: Tensor, gain: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     grad_q, grad_gain = _rotated_backward(grad_q, q, cos, sin, gain)
+    grad_k = at_least_fp32(grad_k).unflatten(2, (k.size(2), -1)).sum(3)  # the repeats' sum
     return grad_q, _rotated_backward(grad_k, k, cos, sin, None)[0], grad_gain
 
 
 @torch.library.custom_op("pgolf::qk_norm_rope", mutates_args=())
-def qk_norm_rope(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, gain: Tensor) -> tuple[Tensor, Tensor]:
-    """(rope(rms_norm(q)) * gain per head, rope(rms_norm(k))), each computed in fp32 and rounded
-    once to its input's dtype; q (B, T, H, D), k (B, T, Hkv, D), cos and sin (1, T, 1, rd / 2) as
-    Rotary gives them, gain (H,). Returns contiguous tensors."""
-    return _qk_formula(q, k, cos, sin, gain)
+def qk_norm_rope(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, gain: Tensor,
+                 k_repeats: int) -> tuple[Tensor, Tensor]:
+    """(rope(rms_norm(q)) * gain per head, rope(rms_norm(k)) with each head `k_repeats` times in a
+    row), each computed in fp32 and rounded once to its input's dtype; q (B, T, H, D), k (B, T,
+    Hkv, D), cos and sin (1, T, 1, rd / 2) as Rotary gives them, gain (H,). Returns contiguous
+    tensors, the keys (B, T, Hkv * k_repeats, D)."""
+    return _qk_formula(q, k, cos, sin, gain, k_repeats)
 
 
 @qk_norm_rope.register_fake
-def _qk_norm_rope_fake(q, k, cos, sin, gain):
-    return q.new_empty(q.shape), k.new_empty(k.shape)
+def _qk_norm_rope_fake(q, k, cos, sin, gain, k_repeats):
+    B, T, kv_heads, D = k.shape
+    return q.new_empty(q.shape), k.new_empty(B, T, kv_heads * k_repeats, D)
 
 
 @torch.library.custom_op("pgolf::qk_norm_rope_backward", mutates_args=())
 def qk_norm_rope_backward(grad_q: Tensor, grad_k: Tensor, q: Tensor, k: Tensor, cos: Tensor,
                           sin: Tensor, gain: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """(dL/dq, dL/dk, dL/dgain) of qk_norm_rope, in q's, k's and gain's dtypes."""
+    """(dL/dq, dL/dk, dL/dgain) of qk_norm_rope, in q's, k's and gain's dtypes; grad_k has the
+    repeated keys' heads."""
     return _qk_backward_formula(grad_q, grad_k, q, k, cos, sin, gain)
 
 
@@ -95,13 +102,13 @@ def _qk_norm_rope_backward_fake(grad_q, grad_k, q, k, cos, sin, gain):
 
 
 def _qk_setup_context(ctx, inputs, output) -> None:
-    ctx.save_for_backward(*inputs)
+    ctx.save_for_backward(*inputs[:5])
 
 
 def _qk_grad(ctx, grad_q: Tensor, grad_k: Tensor):
     q, k, cos, sin, gain = ctx.saved_tensors
     dq, dk, dgain = qk_norm_rope_backward(grad_q, grad_k, q, k, cos, sin, gain)
-    return dq, dk, None, None, dgain
+    return dq, dk, None, None, dgain, None
 
 
 qk_norm_rope.register_autograd(_qk_grad, setup_context=_qk_setup_context)
@@ -135,29 +142,43 @@ if triton is not None:
                 cos, sin, sign, partner_offsets)
 
     @triton.jit
+    def _copy_shift(rows, j, REPEATS: tl.constexpr, D: tl.constexpr):
+        """Where copy j of each row's vector lies, from where the row's vector does: rows r of
+        the input are rows r * REPEATS + j of the repeated tensor (a group's heads adjacent)."""
+        return (rows[:, None].to(tl.int64) * (REPEATS - 1) + j) * D
+
+    @triton.jit
     def _qk_fwd_kernel(x_ptr, cos_ptr, sin_ptr, gain_ptr, out_ptr, n_rows, T, H, D: tl.constexpr,
-                       HALF: tl.constexpr, HAS_GAIN: tl.constexpr, BLOCK: tl.constexpr):
+                       HALF: tl.constexpr, HAS_GAIN: tl.constexpr, REPEATS: tl.constexpr,
+                       BLOCK: tl.constexpr):
         block_start = tl.program_id(0) * BLOCK
         offsets, inside, n, n_partner, _, cos, sin, sign, _ = _qk_tile(
             x_ptr, cos_ptr, sin_ptr, block_start, n_rows, T, H, D, HALF, BLOCK)
+        rows = block_start + tl.arange(0, BLOCK)
         out = n * cos + sign * n_partner * sin
         if HAS_GAIN:
-            heads = (block_start + tl.arange(0, BLOCK)) % H
-            out = out * tl.load(gain_ptr + heads, mask=inside, other=0.0).to(tl.float32)[:, None]
-        tl.store(out_ptr + offsets, out.to(out_ptr.dtype.element_ty), mask=inside[:, None])
+            out = out * tl.load(gain_ptr + rows % H, mask=inside, other=0.0).to(tl.float32)[:, None]
+        out = out.to(out_ptr.dtype.element_ty)
+        for j in tl.static_range(REPEATS):
+            tl.store(out_ptr + offsets + _copy_shift(rows, j, REPEATS, D), out, mask=inside[:, None])
 
     @triton.jit
     def _qk_bwd_kernel(grad_ptr, x_ptr, cos_ptr, sin_ptr, gain_ptr, grad_x_ptr, dots_ptr, n_rows,
                        T, H, D: tl.constexpr, HALF: tl.constexpr, HAS_GAIN: tl.constexpr,
-                       BLOCK: tl.constexpr):
+                       REPEATS: tl.constexpr, BLOCK: tl.constexpr):
         block_start = tl.program_id(0) * BLOCK
         offsets, inside, n, n_partner, inv_rms, cos, sin, sign, partner_offsets = _qk_tile(
             x_ptr, cos_ptr, sin_ptr, block_start, n_rows, T, H, D, HALF, BLOCK)
-        grad = tl.load(grad_ptr + offsets, mask=inside[:, None], other=0.0).to(tl.float32)
-        grad_partner = tl.load(grad_ptr + partner_offsets, mask=inside[:, None], other=0.0).to(tl.float32)
+        rows = block_start + tl.arange(0, BLOCK)
+        grad = tl.zeros((BLOCK, D), dtype=tl.float32)  # summed over the row's copies
+        grad_partner = tl.zeros((BLOCK, D), dtype=tl.float32)
+        for j in tl.static_range(REPEATS):
+            copy = grad_ptr + _copy_shift(rows, j, REPEATS, D)
+            grad += tl.load(copy + offsets, mask=inside[:, None], other=0.0).to(tl.float32)
+            grad_partner += tl.load(copy + partner_offsets, mask=inside[:, None],
+                                    other=0.0).to(tl.float32)
         if HAS_GAIN:
             rotated = n * cos + sign * n_partner * sin
-            rows = block_start + tl.arange(0, BLOCK)
             tl.store(dots_ptr + rows, tl.sum(grad * rotated, axis=1), mask=inside)
             g = tl.load(gain_ptr + rows % H, mask=inside, other=0.0).to(tl.float32)[:, None]
             grad, grad_partner = grad * g, grad_partner * g
@@ -175,26 +196,30 @@ if triton is not None:
         d = q.size(3)
         return d & (d - 1) == 0 and d >= 16 and cos.shape == (1, q.size(1), 1, cos.size(3))
 
-    def _qk_launch(kernel, block: int, x: Tensor, cos: Tensor, *args, has_gain: bool) -> None:
+    def _qk_launch(kernel, block: int, x: Tensor, cos: Tensor, *args, has_gain: bool,
+                   repeats: int = 1) -> None:
         B, T, H, D = x.shape
         n_rows = B * T * H
         with torch.cuda.device(x.device):
             kernel[(triton.cdiv(n_rows, block),)](*args, n_rows, T, H, D=D, HALF=cos.size(3),
-                                                  HAS_GAIN=has_gain, BLOCK=block, num_warps=4)
+                                                  HAS_GAIN=has_gain, REPEATS=repeats, BLOCK=block,
+                                                  num_warps=4)
 
     def _qk_tables(cos: Tensor, sin: Tensor) -> tuple[Tensor, Tensor]:
         """(1, T, 1, rd / 2) -> (T, rd / 2), contiguous."""
         return tuple(t.reshape(t.size(1), t.size(3)).contiguous() for t in (cos, sin))
 
     @qk_norm_rope.register_kernel("cuda")
-    def _qk_norm_rope_cuda(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor,
-                           gain: Tensor) -> tuple[Tensor, Tensor]:
+    def _qk_norm_rope_cuda(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, gain: Tensor,
+                           k_repeats: int) -> tuple[Tensor, Tensor]:
         if not _qk_covered(q, cos):
-            return _qk_formula(q, k, cos, sin, gain)
+            return _qk_formula(q, k, cos, sin, gain, k_repeats)
         (q, k), (c, s) = (q.contiguous(), k.contiguous()), _qk_tables(cos, sin)
-        out_q, out_k = torch.empty_like(q), torch.empty_like(k)
+        B, T, kv_heads, D = k.shape
+        out_q, out_k = torch.empty_like(q), k.new_empty(B, T, kv_heads * k_repeats, D)
         _qk_launch(_qk_fwd_kernel, _QK_FWD_BLOCK, q, cos, q, c, s, gain, out_q, has_gain=True)
-        _qk_launch(_qk_fwd_kernel, _QK_FWD_BLOCK, k, cos, k, c, s, gain, out_k, has_gain=False)
+        _qk_launch(_qk_fwd_kernel, _QK_FWD_BLOCK, k, cos, k, c, s, gain, out_k, has_gain=False,
+                   repeats=k_repeats)
         return out_q, out_k
 
     @qk_norm_rope_backward.register_kernel("cuda")
@@ -207,5 +232,6 @@ if triton is not None:
         dq, dk = torch.empty_like(q), torch.empty_like(k)
         dots = torch.empty(q.numel() // q.size(3), device=q.device, dtype=torch.float32)
         _qk_launch(_qk_bwd_kernel, _QK_BWD_BLOCK, q, cos, grad_q, q, c, s, gain, dq, dots, has_gain=True)
-        _qk_launch(_qk_bwd_kernel, _QK_BWD_BLOCK, k, cos, grad_k, k, c, s, gain, dk, dots, has_gain=False)
+        _qk_launch(_qk_bwd_kernel, _QK_BWD_BLOCK, k, cos, grad_k, k, c, s, gain, dk, dots,
+                   has_gain=False, repeats=grad_k.size(2) // k.size(2))
         return dq, dk, dots.view(-1, q.size(2)).sum(0).to(gain.dtype)
