@@ -10,11 +10,11 @@ segments plus the total (a segment never crosses a window edge), and `max_seqlen
 
 With fewer key/value heads than query heads, FA4's backward sums each group's dK and dV in fp32
 buffers that it zeroes first and converts to bf16 after: on an H200 at the record's shapes 4.3 ms
-of zeroing and 7.1 ms of conversion a step, and its main kernel 7.5 ms slower than with one key
-and value head per query head. Training therefore passes keys and values repeated to the query
-heads (`kv_repeats`; trainer/qk_rope.py's kernel writes the keys' copies): FA4 then stores dK
-and dV directly, and the copies' gradients are summed where that kernel's backward reads them
-and, for the values, in the compiled graph.
+of zeroing and 7.0 ms of conversion a step (looping off), and its main kernel 4.7 ms slower than
+with one key and value head per query head (docs/benchmarks.md). Training therefore passes the
+keys and values repeated to the query heads (`kv_repeats`; trainer/qk_rope.py's kernel writes
+the keys' copies): FA4 then stores dK and dV directly, and the copies' gradients are summed where
+that kernel's backward reads them and, for the values, in the compiled graph.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from trainer.shards import BOS_ID
 
 
 def kv_repeats(backend: str, num_heads: int, num_kv_heads: int) -> int:
-    """How many times training repeats each key and value head for `backend` (the docstring above
-    says why FA4's are repeated)."""
+    """How many times training repeats each key and value head for `backend` (the module's
+    docstring says why FA4's are)."""
     return num_heads // num_kv_heads if backend == "fa4" else 1
 
 

@@ -130,8 +130,9 @@ class CausalSelfAttention(nn.Module):
         k = k.view(B, T, self.num_kv_heads, self.head_dim)
         v = self.c_v(x).view(B, T, self.num_kv_heads, self.head_dim)
         # With unit-norm q and k the gain sets the attention temperature (QK-gain, PR #1125).
-        attn_v = v
+        attn_v = v  # XSA below reads the grouped values
         if torch.is_grad_enabled():  # training and TTT: one kernel each way (trainer/qk_rope.py)
+            # FA4 takes a key and value head per query head here (trainer/fa4.py says why).
             repeats = kv_repeats(self.backend, self.num_heads, self.num_kv_heads)
             q, k = qk_norm_rope(q, k, *rope, self.q_gain, repeats)
             if repeats > 1:

@@ -1,10 +1,11 @@
 """The queries' and keys' RMSNorm, partial RoPE and query gain as one Triton kernel each way on CUDA.
 
 Per head vector of q (B, T, H, D) and k (B, T, Hkv, D): out = rope(x / rms(x)), times the head's
-learned gain for q. The keys can come out repeated for each query head of their group, as FA4's
-backward wants them (trainer/attention.py says why); the backward then sums the repeats' gradients. Compiled from PyTorch ops this took ten inductor kernels per block and
-micro-batch, about 0.5 ms at the record's shapes on an H200: the query gain's gradient, a sum
-over every token of the head, was a product stored in fp32 and summed by a kernel of its own.
+learned gain for q. The keys can come out repeated for each query head of their group, as
+training's FA4 attention takes them (trainer/fa4.py says why); the backward then sums the copies'
+gradients. Compiled from PyTorch ops this took ten inductor kernels per block and micro-batch,
+about 0.5 ms at the record's shapes on an H200: the query gain's gradient, a sum over every
+token of the head, was a product stored in fp32 and summed by a kernel of its own.
 Here a program owns a block of head vectors: it reads x once forward and x and the gradient once
 backward, recomputes the norm instead of storing it, and leaves one fp32 dot product per vector
 for the gain's gradient (one value per head vector, where the compiled ops stored one per element).
