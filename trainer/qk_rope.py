@@ -83,10 +83,15 @@ def qk_norm_rope(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, gain: Tensor,
     return _qk_formula(q, k, cos, sin, gain, k_repeats)
 
 
+def _keys_out(k: Tensor, k_repeats: int) -> Tensor:
+    """An empty tensor for the repeated keys, (B, T, Hkv * k_repeats, D)."""
+    B, T, kv_heads, D = k.shape
+    return k.new_empty(B, T, kv_heads * k_repeats, D)
+
+
 @qk_norm_rope.register_fake
 def _qk_norm_rope_fake(q, k, cos, sin, gain, k_repeats):
-    B, T, kv_heads, D = k.shape
-    return q.new_empty(q.shape), k.new_empty(B, T, kv_heads * k_repeats, D)
+    return q.new_empty(q.shape), _keys_out(k, k_repeats)
 
 
 @torch.library.custom_op("pgolf::qk_norm_rope_backward", mutates_args=())
@@ -216,8 +221,7 @@ if triton is not None:
         if not _qk_covered(q, cos):
             return _qk_formula(q, k, cos, sin, gain, k_repeats)
         (q, k), (c, s) = (q.contiguous(), k.contiguous()), _qk_tables(cos, sin)
-        B, T, kv_heads, D = k.shape
-        out_q, out_k = torch.empty_like(q), k.new_empty(B, T, kv_heads * k_repeats, D)
+        out_q, out_k = torch.empty_like(q), _keys_out(k, k_repeats)
         _qk_launch(_qk_fwd_kernel, _QK_FWD_BLOCK, q, cos, q, c, s, gain, out_q, has_gain=True)
         _qk_launch(_qk_fwd_kernel, _QK_FWD_BLOCK, k, cos, k, c, s, gain, out_k, has_gain=False,
                    repeats=k_repeats)
