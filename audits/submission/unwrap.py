@@ -6,7 +6,9 @@ Its argument is evaluated by a small interpreter that knows only literals, strin
 and the decoders below (resolved through the wrapper's imports and aliases): lzma (xz, alone
 and raw with filters), zlib, gzip, bz2, brotli, zstd (when installed), base85, ascii85, base64,
 base32, base16, hex, `.decode()`/`.encode()`, `compile()`, and reading a sibling file of the
-folder (`open(__file__.replace("a.py", "b.py")).read()`). Payloads that are wrappers again are
+folder (`open(__file__.replace("a.py", "b.py")).read()`). Beside the exec, a wrapper may bind its
+payload or a file name to a name (`F = __file__ + ".py"`), set settings, and register the payload
+in `linecache` for tracebacks (as records that use Triton do). Payloads that are wrappers again are
 unwrapped in turn. Every decompression is bounded; a payload over the bound, or one that is
 corrupt or truncated, is reported, not expanded.
 """
@@ -18,8 +20,10 @@ import base64
 import binascii
 import bz2
 import dataclasses
+import io
 import lzma
 import posixpath
+import tokenize
 import zlib
 from collections.abc import Callable
 
@@ -97,12 +101,19 @@ def unwrap(text: str, rel: str, read_sibling: ReadSibling, limit: int = LIMIT) -
 
 
 def _as_text(value: bytes | str) -> str:
+    """The text `exec` runs: bytes are read as Python reads a source file (a UTF-8 byte order
+    mark or an encoding declaration decides), text as it is."""
     if isinstance(value, str):
         return value
     try:
-        return value.decode("utf-8")
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(value).readline)
+    except SyntaxError:
+        encoding = "utf-8"  # no readable declaration: decoding says what is wrong
+    try:
+        return value.decode(encoding).removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
-        raise Unreadable(f"the payload is not UTF-8 text (byte {exc.start})") from None
+        name = "UTF-8" if encoding.startswith("utf-8") else encoding
+        raise Unreadable(f"the payload is not {name} text (byte {exc.start})") from None
 
 
 def _exec_call(text: str) -> tuple[ast.Call, dict] | None:
@@ -127,9 +138,10 @@ def _exec_call(text: str) -> tuple[ast.Call, dict] | None:
             for target in stmt.targets:
                 env[target.id] = stmt.value.value
         elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
-                and _decodes(stmt.value, env):
-            env[stmt.targets[0].id] = _Deferred(stmt.value)  # `_src = lzma.decompress(...).decode()`
-        elif _bookkeeping(stmt):
+                and (_decodes(stmt.value, env) or _plain(stmt.value)):
+            # `_src = lzma.decompress(...).decode()`, `F = __file__ + ".py"`: read only if exec reads it
+            env[stmt.targets[0].id] = _Deferred(stmt.value)
+        elif _bookkeeping(stmt, env):
             continue
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and \
                 isinstance(stmt.value.func, ast.Name) and stmt.value.func.id == "exec" and stmt.value.args:
@@ -163,7 +175,16 @@ def _decodes(node: ast.AST, env: dict) -> bool:
     return _callee(node.func, env) in _FUNCTIONS
 
 
-def _bookkeeping(stmt: ast.stmt) -> bool:
+def _plain(node: ast.AST) -> bool:
+    """An expression of literals and names joined by operators: no call, so nothing computed."""
+    if isinstance(node, (ast.Constant, ast.Name)):
+        return True
+    if isinstance(node, ast.BinOp):
+        return _plain(node.left) and _plain(node.right)
+    return isinstance(node, ast.Attribute) and _plain(node.value)
+
+
+def _bookkeeping(stmt: ast.stmt, env: dict) -> bool:
     """A statement a wrapper runs beside its exec that computes nothing of the payload: a setting
     (`os.environ.setdefault(...)`, `os.environ[...] = ...`), or the module's own records
     (`globals()['__file__'] = ...`, `linecache.cache[...] = ...`, for tracebacks)."""
@@ -171,7 +192,7 @@ def _bookkeeping(stmt: ast.stmt) -> bool:
         func = stmt.value.func
         return isinstance(func, ast.Attribute) and func.attr == "setdefault" and _is_environ(func.value)
     if isinstance(stmt, ast.Assign) and stmt.targets and all(isinstance(t, ast.Subscript) for t in stmt.targets):
-        return all(_is_environ(t.value) or _is_globals(t.value) or _is_line_cache(t.value) for t in stmt.targets)
+        return all(_is_environ(t.value) or _is_globals(t.value) or _is_line_cache(t.value, env) for t in stmt.targets)
     return False
 
 
@@ -183,9 +204,10 @@ def _is_globals(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "globals"
 
 
-def _is_line_cache(node: ast.AST) -> bool:
+def _is_line_cache(node: ast.AST, env: dict) -> bool:
+    """`linecache.cache`, through whatever name the wrapper imported linecache as."""
     return isinstance(node, ast.Attribute) and node.attr == "cache" and \
-        isinstance(node.value, ast.Name) and node.value.id == "linecache"
+        isinstance(node.value, ast.Name) and _callee(node.value, env) == "linecache"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -274,11 +296,13 @@ class _Interpreter:
 
     def _call(self, node: ast.Call):
         func = self.evaluate(node.func)
+        name = func.name if isinstance(func, _Module) else None
+        if name == "compile":  # its file name and mode (`__file__ + ".py"`, "exec") change no code
+            return _passthrough(self, [self.evaluate(a) for a in node.args[:1]], {})
         args = [self.evaluate(a) for a in node.args]
         kwargs = {k.arg: self.evaluate(k.value) for k in node.keywords if k.arg is not None}
         if isinstance(func, _Bound):
             return self._method(func, args, kwargs, node)
-        name = func.name if isinstance(func, _Module) else None
         handler = _FUNCTIONS.get(name)
         if handler is None:
             raise self._cannot(node)

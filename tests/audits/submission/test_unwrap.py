@@ -142,6 +142,36 @@ def test_a_wrapper_that_names_its_payload_and_keeps_records_beside_the_exec():
     assert unwrap.unwrap(text.replace("_src = lzma.decompress(", "_src = fetch(lzma.decompress("
                                       ).replace(".decode()\n", ".decode())\n"), "train_gpt.py", _no_files) is None
 
+def test_a_wrapper_that_registers_its_payload_in_linecache_under_a_file_name_of_its_own():
+    """The form records that use Triton ship (Triton reads kernels' source through linecache):
+    the payload and a file name bound to names, the payload put in `linecache.cache` under an
+    aliased import, then `exec(compile(S, F, "exec"))`."""
+    payload = base64.b85encode(lzma.compress(CODE.encode(), format=lzma.FORMAT_RAW,
+                                             filters=[{"id": lzma.FILTER_LZMA2}])).decode()
+    text = ("import lzma as L,base64 as B,linecache as C\n"
+            f"S=L.decompress(B.b85decode({payload!r}),format=L.FORMAT_RAW,filters=[{{'id':L.FILTER_LZMA2}}]).decode()\n"
+            "F=__file__+'.__decompressed__.py'\n"
+            "C.cache[F]=(len(S),None,S.splitlines(True),F)\n"
+            "exec(compile(S,F,'exec'))\n")
+    result = unwrap.unwrap(text, "train_gpt.py", _no_files)
+    assert result.error is None and result.source == CODE
+    assert result.note == "train_gpt.py:5 (raw lzma + base85)"
+    # the records' assignment is to linecache's own cache only: any other subscript is code
+    other = text.replace("C.cache[F]", "D.cache[F]")
+    assert unwrap.unwrap(other, "train_gpt.py", _no_files) is None
+
+
+def test_a_byte_order_mark_at_the_head_of_a_payload_is_read_as_python_reads_it():
+    """`exec` of bytes decodes them as a source file: a UTF-8 BOM is dropped, a declared encoding
+    used."""
+    for head, code in ((b"\xef\xbb\xbf", CODE), (b"# -*- coding: latin-1 -*-\n", "# -*- coding: latin-1 -*-\n" + CODE)):
+        data = head + CODE.encode()
+        text = "import zlib,base64\nexec(zlib.decompress(base64.b85decode(%r)))\n" % (
+            base64.b85encode(zlib.compress(data)).decode())
+        result = unwrap.unwrap(text, "train_gpt.py", _no_files)
+        assert result.error is None and result.source == code
+
+
 def _error(text: str, read=_no_files) -> str:
     result = unwrap.unwrap(text, "train_gpt.py", read)
     assert result is not None and result.source is None and result.error_line is not None
