@@ -58,10 +58,13 @@ def load_waivers(cli: tuple[str, ...], files: tuple[str, ...],
 def apply_waivers(findings: list[Finding], sub: Submission, waivers: Mapping[str, str],
                   comments: bool = True) -> list[Finding]:
     """`findings` with the waived ones marked with their reason: by `waivers`, and by the code's
-    waiver comments unless `comments` is off. INFO findings are never waived: they block nothing."""
+    waiver comments unless `comments` is off. A comment in a file the change under audit adds or
+    modifies waives nothing: the change does not configure its own audit. INFO findings are never
+    waived: they block nothing."""
     by_place = {}
+    touched = _touched(sub)
     for w in inline_waivers(sub) if comments else ():
-        if w.rule in catalogue.BY_ID and w.reason:
+        if w.rule in catalogue.BY_ID and w.reason and (touched is not None and w.file not in touched):
             by_place.setdefault((w.file, w.target, w.unwrapped, w.rule), w.reason)
     out = []
     for f in findings:
@@ -72,3 +75,14 @@ def apply_waivers(findings: list[Finding], sub: Submission, waivers: Mapping[str
             f = dataclasses.replace(f, waived=reason)
         out.append(f)
     return out
+
+
+def _touched(sub: Submission) -> set[str] | None:
+    """The submission's files (relative to its folder) that the change under audit adds or
+    modifies: none without a change; None (every file) when the folder's place in it is unknown."""
+    if sub.changes is None:
+        return set()
+    if sub.repo_rel is None:
+        return None
+    prefix = sub.repo_rel + "/"
+    return {path[len(prefix):] for status, path in sub.changes if status != "D" and path.startswith(prefix)}

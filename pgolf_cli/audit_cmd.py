@@ -13,7 +13,7 @@ from audits import api, catalogue
 from audits.context import DEFAULT_PYTHON, AuditOptions, Baseline
 from audits.report import FORMATS, console, rules, text
 from audits.submission import LOG_LIMIT, InputError, read_bounded
-from audits.submission.gitdiff import CHANGES_LIMIT, parse_changes
+from audits.submission.gitdiff import CHANGES_LIMIT, changed_paths, parse_changes
 from audits.submission.logparse import parse_log
 from audits.waivers import load_waivers
 from pgolf_cli import config
@@ -60,13 +60,33 @@ def _records_folders(paths: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _configuration(paths: tuple[str, ...]) -> config.Config:
-    """The `[tool.pgolf]` table that governs every folder audited (one, or none)."""
-    found = [config.find(Path(p)) if Path(p).is_dir() else config.Config() for p in paths]
+def _configuration(paths: tuple[str, ...], base: str | None, changes) -> config.Config:
+    """The `[tool.pgolf]` table that governs every folder audited (one, or none), read from outside
+    the change under audit: with `base`, from the base commit."""
+    if base is not None:
+        found = [config.at_commit(Path(p), base) for p in paths]
+    else:
+        found = [config.find(Path(p), changes or ()) if Path(p).is_dir() else config.Config() for p in paths]
     if any(c != found[0] for c in found):
         raise PgolfError("these folders lie under different [tool.pgolf] configurations; "
                          "audit them separately")
     return found[0]
+
+
+def _refuse_changed(files: tuple[str, ...], paths: tuple[str, ...], base: str) -> None:
+    """A waivers file or baseline log that the change under audit adds or modifies would let the
+    change configure its own audit: refused."""
+    for repo in paths:
+        touched = {path for status, path in changed_paths(Path(repo), base) if status != "D"}
+        top = Path(repo).resolve()
+        for name in files:
+            try:
+                rel = Path(name).resolve().relative_to(top).as_posix()
+            except ValueError:
+                continue
+            if rel in touched:
+                raise PgolfError(f"{name}: the change under audit adds or modifies this file; "
+                                 "give settings from outside the change")
 
 
 def _baseline(bpb: str | None, run_logs: tuple[str, ...]) -> Baseline | None:
@@ -182,9 +202,11 @@ def audit_command(paths, fmt, output, quiet, verbose, strict, exit_zero, no_conf
 
     \b
     A file inside a records folder audits that folder (as a pre-commit hook passes them).
-    Settings: [tool.pgolf] in the nearest pyproject.toml from the folder up to the
-    checkout's root (python, baseline-bpb, waivers); the command line wins.
-    Waive a finding in code: `# pgolf: waive RULE reason` on its line or the line above.
+    Settings: [tool.pgolf] in the nearest pyproject.toml above the folder, up to the
+    checkout's root (python, baseline-bpb, waivers); the command line wins. With --base it is
+    read from the base commit, and no file the change adds or modifies configures the audit.
+    Waive a finding in code: `# pgolf: waive RULE reason` on its line or the line above
+    (not honoured in files the change under audit adds or modifies).
     """
     if list_rules:
         click.echo(rules.rules_table(), nl=False)
@@ -205,7 +227,13 @@ def audit_command(paths, fmt, output, quiet, verbose, strict, exit_zero, no_conf
     smoke = resolve_smoke(smoke)
     if smoke_forward and not smoke:
         raise PgolfError("--smoke-forward needs the smoke import; drop --no-smoke")
-    settings = config.Config() if no_config else _configuration(paths)
+    changes = _changed_files(changed_files, base)
+    try:
+        if base is not None:
+            _refuse_changed(waiver_files + baseline_run, paths, base)
+        settings = config.Config() if no_config else _configuration(paths, base, changes)
+    except InputError as exc:
+        raise PgolfError(str(exc)) from None
     origin = f"[tool.pgolf] in {settings.path}"
     if python is None and settings.python is not None:
         python = _parse_python(settings.python)
@@ -226,7 +254,7 @@ def audit_command(paths, fmt, output, quiet, verbose, strict, exit_zero, no_conf
         target_python=python or DEFAULT_PYTHON, python_origin=python_origin,
         only=only, skip=skip, strict=strict, waivers=waivers,
         baseline=baseline, p_threshold=p_threshold,
-        base_ref=base, changed_files=_changed_files(changed_files, base), smoke=smoke,
+        base_ref=base, changed_files=changes, smoke=smoke,
         smoke_forward=smoke_forward, probe=probe, waiver_comments=not no_waiver_comments)
     try:
         report = api.audit(paths, options)

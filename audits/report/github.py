@@ -16,10 +16,9 @@ def render_github(report: AuditReport) -> str:
         out.append(f"::notice title=pgolf verdict::{_escape(sub.name)}: "
                    f"{r.verdict(report.options.strict)}")
         for f in r.findings:  # the deciding finding first
-            if f.waived:
-                continue
-            props = [f"title={_escape('pgolf ' + f.rule, True)}"]
-            message = f.message
+            title = "pgolf " + f.rule + (" (waived)" if f.waived else "")
+            props = [f"title={_escape(title, True)}"]
+            message = f.message + (f" (waived: {f.waived})" if f.waived else "")
             path = repo_file(sub, f)
             if path is not None:
                 if sub.repo_rel is None:  # no --base: the folder's path as given
@@ -29,8 +28,9 @@ def render_github(report: AuditReport) -> str:
                     props.insert(1, f"line={f.line}")
                 elif f.line:  # the line is in the unwrapped source, not in the shipped file
                     message += f" ({f.via})"
-            message += f" (fix: {f.hint})" if f.hint and str(f.severity) != "INFO" else ""
-            out.append(f"::{_LEVEL[str(f.severity)]} {','.join(props)}::{_escape(message)}")
+            message += f" (fix: {f.hint})" if f.hint and str(f.severity) != "INFO" and not f.waived else ""
+            level = "notice" if f.waived else _LEVEL[str(f.severity)]  # shown, and blocking nothing
+            out.append(f"::{level} {','.join(props)}::{_escape(message)}")
         for error in r.errors:
             out.append(f"::error title=pgolf internal error::{_escape(error)}")
     return "\n".join(out) + "\n"

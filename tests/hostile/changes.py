@@ -1,0 +1,119 @@
+"""Hostile pull requests: a challenge repository whose PR 1 adds a records folder (and whatever
+else the attack needs), run through every way pgolf meets a PR, each in a separate process under
+`reaper.py` with a planted GITHUB_TOKEN, a HOME holding a secret and a TMPDIR of its own, and
+checked from outside: exit 0/1/2 with at most one line on stderr, no secret in any output, no
+process or temporary folder left, the work trees untouched.
+
+The commands: `pgolf audit FOLDER` (the author's own audit of the checked-out folder), `pgolf
+audit FOLDER --changed-files -` (the change given as a list), `pgolf review FOLDER`, `pgolf review
+--pr 1`, and the Action's own command line, taken from action.yml and run by bash in the PR's
+checkout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import yaml
+from prrepos import add_pr, challenge_repo, clone, git
+
+HERE = Path(__file__).parent
+ROOT = HERE.parents[1]
+TRACK = "records/track_10min_16mb"
+NAME = "2026-04-09_Hostile"
+FOLDER = f"{TRACK}/{NAME}"
+TIME_LIMIT_S = 300  # a guard against a hang, not a measure: each command takes seconds
+COMMANDS = ("audit", "audit --changed-files", "review", "review --pr", "action")
+
+
+def action_command() -> str:
+    """The line of action.yml's audit step that runs pgolf."""
+    steps = yaml.safe_load((ROOT / "action.yml").read_text())["runs"]["steps"]
+    script = next(s["run"] for s in steps if s.get("name", "").startswith("Audit"))
+    (line,) = [line.strip() for line in script.splitlines() if line.strip().startswith("pgolf audit")]
+    return line
+
+
+class Change:
+    """PR 1 of a fresh challenge repository, adding `files` (repository path -> content)."""
+
+    def __init__(self, tmp_path: Path, files: dict[str, str | bytes]):
+        self.tmp_path = tmp_path
+        upstream = challenge_repo(tmp_path / "upstream")
+        add_pr(upstream, 1, files)
+        self.base = git(upstream, "rev-parse", "main")
+        self.clone = clone(upstream, tmp_path / "clone")
+        self.checkout = tmp_path / "checkout"
+        subprocess.run(["git", "clone", "-q", str(upstream), str(self.checkout)], check=True, capture_output=True)
+        git(self.checkout, "fetch", "-q", "origin", "refs/pull/1/head")
+        git(self.checkout, "checkout", "-q", "FETCH_HEAD")
+        self.changes = git(self.checkout, "diff", "--name-status", "--no-renames", f"{self.base}...HEAD")
+        self.token = f"sekrit-token-{uuid.uuid4().hex}"
+        self.file_secret = f"sekrit-file-{uuid.uuid4().hex}"
+        self.home = tmp_path / "home"
+        self.home.mkdir()
+        (self.home / ".netrc").write_text(f"machine github.com password {self.file_secret}\n")
+        self.tmpdir = tmp_path / "tmpdir"
+        self.tmpdir.mkdir()
+        self.bin = tmp_path / "bin"  # `pgolf` as an installed entry point: the cwd is not on its path
+        self.bin.mkdir()
+        (self.bin / "pgolf").write_text(f"#!{sys.executable}\nfrom pgolf_cli.main import main\nmain()\n")
+        (self.bin / "pgolf").chmod(0o755)
+
+    def run(self, command: str, *extra: str) -> subprocess.CompletedProcess:
+        """One of COMMANDS, with `extra` options; the result, checked for containment."""
+        folder = str(self.checkout / FOLDER)
+        line = {
+            "audit": f"pgolf audit {folder} --format json",
+            "audit --changed-files": f"pgolf audit {folder} --format json --changed-files -",
+            "review": f"pgolf review {folder}",
+            "review --pr": f"pgolf review --pr 1 --repo {self.clone}",
+            "action": action_command(),
+        }[command]
+        line += "".join(f" {x}" for x in extra)
+        cwd = self.checkout if command == "action" else self.tmp_path
+        before = self._trees()
+        result = self.tmp_path / "reaper.json"
+        env = {**os.environ, "GITHUB_TOKEN": self.token, "HOME": str(self.home), "TMPDIR": str(self.tmpdir),
+               "PGOLF_BASE": self.base, "PGOLF_ARGS": "",
+               "PATH": f"{self.bin}:{os.environ['PATH']}", "PYTHONPATH": str(ROOT)}
+        done = subprocess.run([sys.executable, str(HERE / "reaper.py"), str(result), str(TIME_LIMIT_S),
+                               "bash", "-c", line], cwd=cwd, env=env, input=self.changes.encode(),
+                              capture_output=True, timeout=TIME_LIMIT_S + 60)
+        reaped = json.loads(result.read_text())
+        output = done.stdout + done.stderr
+        assert self.token.encode() not in output and self.file_secret.encode() not in output
+        assert reaped["returncode"] in (0, 1, 2), (command, done.stderr[-2000:])
+        assert len(done.stderr.strip().splitlines()) <= 1, (command, done.stderr[-2000:])
+        assert b"Traceback" not in output, command
+        assert reaped["leftovers"] == [], command
+        assert list(self.tmpdir.iterdir()) == [], command
+        assert self._trees() == before, command
+        return subprocess.CompletedProcess(line, reaped["returncode"], done.stdout.decode(), done.stderr.decode())
+
+    def _trees(self) -> tuple[str, str]:
+        return tuple(git(repo, "status", "--porcelain", "--ignored") for repo in (self.checkout, self.clone))
+
+
+def verdict(command: str, done: subprocess.CompletedProcess) -> str:
+    """The submission's verdict as the command's output gives it."""
+    if command.startswith("audit"):
+        return json.loads(done.stdout)["submissions"][0]["verdict"]
+    if command == "action":
+        return re.search(r"::notice title=pgolf verdict::[^:]*: (\w+)", done.stdout).group(1)
+    return re.match(r"\*\*pgolf review: (\w+)\*\*", done.stdout).group(1)
+
+
+def waived(command: str, done: subprocess.CompletedProcess) -> list[str]:
+    """The rules the command's output shows as waived."""
+    if command.startswith("audit"):
+        return json.loads(done.stdout)["submissions"][0]["waived"]
+    if command == "action":
+        return re.findall(r"title=pgolf (\w+) \(waived\)", done.stdout)
+    return re.findall(r"`(\w+)` \(", "".join(re.findall(r"(?m)^Waived: .*$", done.stdout)))

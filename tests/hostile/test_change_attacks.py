@@ -1,0 +1,54 @@
+"""Hostile pull requests through every command that meets a PR (see changes.py): the change
+never configures its own audit, no input stalls or breaks pgolf, every output stays one finding
+a line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from changes import COMMANDS, FOLDER, Change, verdict, waived
+from support import good_folder_files
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+NEW_SYNTAX = "type Vector = list[float]"  # Python 3.12 syntax: fails the 3.10 gate
+WAIVERS = ('[tool.pgolf]\npython = "3.12"\nbaseline-bpb = 9.0\n[tool.pgolf.waivers]\n'
+           'PY_SYNTAX_TOO_NEW = "it runs on 3.12"\nLAYOUT_NOT_SINGLE_FOLDER = "the extra file is harmless"\n')
+
+
+def folder(**files) -> dict[str, str | bytes]:
+    return {f"{FOLDER}/{name}": text for name, text in {**good_folder_files(), **files}.items()}
+
+
+def test_a_pr_does_not_waive_its_own_findings(tmp_path):
+    """The PR writes waiver comments in its script (in plain text and inside a self-extracting
+    wrapper), a pyproject.toml with [tool.pgolf] in its folder and another at the repository's
+    root: the syntax finding and the one-folder finding stand wherever the change is known."""
+    from audits.submission import codesize
+    wrapped = codesize.wrap(f"import torch\n{NEW_SYNTAX}  # pgolf: waive PY_SYNTAX_TOO_NEW runs on 3.12\n")
+    change = Change(tmp_path, {
+        **folder(**{"train_gpt.py": f"import torch\n# pgolf: waive PY_SYNTAX_TOO_NEW runs on 3.12\n{NEW_SYNTAX}\n",
+                    "train_gpt_wrapped.py": wrapped, "pyproject.toml": WAIVERS}),
+        "pyproject.toml": WAIVERS})
+    for command in COMMANDS:
+        done = change.run(command, "--no-smoke")
+        if command == "audit":  # the author's own audit of the folder: the root's table and the
+            doc = json.loads(done.stdout)  # comments are theirs; the folder's own table is not read
+            assert doc["target_python_origin"].endswith(f"{change.checkout}/pyproject.toml")
+            continue
+        assert done.returncode == 1, (command, done.stdout, done.stderr)
+        assert verdict(command, done) in ("ILLEGAL", "NEEDS_ACTION"), command
+        assert waived(command, done) == [], (command, done.stdout)
+        assert "PY_SYNTAX_TOO_NEW" in done.stdout and "LAYOUT_NOT_SINGLE_FOLDER" in done.stdout, command
+
+
+def test_the_action_shows_a_waiver_it_was_given(tmp_path):
+    """A waiver the workflow gives (from outside the change) is honoured and shown as waived in
+    the annotations, not dropped."""
+    change = Change(tmp_path, folder(**{"train_gpt.py": f"import torch\n{NEW_SYNTAX}\n"}))
+    done = change.run("action", "--no-smoke", "--waive", "'PY_SYNTAX_TOO_NEW=runs on 3.12'")
+    assert done.returncode == 0, done.stdout
+    (line,) = [line for line in done.stdout.splitlines() if "PY_SYNTAX_TOO_NEW" in line]
+    assert line.startswith("::notice ") and "(waived)" in line and "waived: runs on 3.12" in line
