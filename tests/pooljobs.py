@@ -25,7 +25,8 @@ def work(job):
         raise ValueError(value)
     if kind == "child":  # a process in its own session, as the smoke import starts, then blocks
         proc = subprocess.Popen(["sleep", "600"], start_new_session=True)
-        with open(value, "w") as handle:
+        with open(value + ".part", "w") as handle:
             handle.write(str(proc.pid))
+        os.replace(value + ".part", value)  # the pid whole or not at all, whenever the kill comes
         threading.Event().wait()
     raise AssertionError(kind)

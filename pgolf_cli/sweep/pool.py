@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing
 import os
+import select
 import signal
 import time
 import traceback
@@ -21,6 +22,7 @@ from pathlib import Path
 from audits.smoke.reap import descendants
 
 POLL_S = 0.5  # how often the time and memory of running jobs are checked
+REAP_S = 10.0  # how long a kill waits for the killed processes to end
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
@@ -107,20 +109,52 @@ class _Worker:
         return f"the worker died (exit status {self.process.exitcode})"
 
     def kill(self) -> None:
-        """Kill the worker and everything it started (the smoke import runs in its own session)."""
-        for pid in [*descendants(self.process.pid), self.process.pid]:
+        """Kill the worker and everything it started (the smoke import runs in its own session),
+        and wait until they have ended: a process the worker started is not the pool's child, so
+        its end is watched through a pidfd (or /proc where there is none), not waited for."""
+        doomed = [*descendants(self.process.pid), self.process.pid]
+        watches = {pid: _pidfd(pid) for pid in doomed}  # opened first: a pidfd never names a reused pid
+        for pid in doomed:
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
         self.process.join()
         self.conn.close()
+        deadline = time.monotonic() + REAP_S
+        for pid, fd in watches.items():
+            _wait_ended(pid, fd, deadline)
 
     def stop(self) -> None:
         if self.process.is_alive():
             self.kill()
         else:
             self.conn.close()
+
+
+def _pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):  # gone already, or no pidfds here (Python < 3.9, old kernels)
+        return None
+
+
+def _wait_ended(pid: int, fd: int | None, deadline: float) -> None:
+    """Wait until `pid` has ended (a zombie counts), or until `deadline`."""
+    if fd is not None:
+        try:
+            select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        finally:
+            os.close(fd)
+        return
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return
+        if state in ("Z", "X"):
+            return
+        time.sleep(0.01)
 
 
 def _serve(conn, work: Callable) -> None:
