@@ -9,22 +9,20 @@ from pathlib import Path
 
 import click
 
-from audits import api, catalogue
-from audits.context import DEFAULT_PYTHON, AuditOptions, Baseline
-from audits.report import FORMATS, console, rules, text
-from audits.submission import LOG_LIMIT, InputError, read_bounded
-from audits.submission.gitdiff import CHANGES_LIMIT, changed_paths, parse_changes
-from audits.submission.logparse import parse_log
-from audits.waivers import load_waivers
 from pgolf_cli import config
 from pgolf_cli.errors import PgolfError
 from pgolf_cli.files import write_atomic
 from pgolf_cli.smoke_option import resolve_smoke, smoke_option
 
 
+# The audit (libcst and every rule) is imported where a command needs it, not at the top: `--help`
+# and a usage error answer without it.
+
+
 def _rule_list(ctx, param, value: str | None) -> frozenset[str]:
     if not value:
         return frozenset()
+    from audits import catalogue
     ids = {part.strip() for part in value.split(",") if part.strip()}
     unknown = sorted(ids - set(catalogue.BY_ID))
     if unknown:
@@ -76,6 +74,7 @@ def _configuration(paths: tuple[str, ...], base: str | None, changes) -> config.
 def _refuse_changed(files: tuple[str, ...], paths: tuple[str, ...], base: str) -> None:
     """A waivers file or baseline log that the change under audit adds or modifies would let the
     change configure its own audit: refused."""
+    from audits.submission.gitdiff import changed_paths
     for repo in paths:
         touched = {path for status, path in changed_paths(Path(repo), base) if status != "D"}
         top = Path(repo).resolve()
@@ -89,7 +88,10 @@ def _refuse_changed(files: tuple[str, ...], paths: tuple[str, ...], base: str) -
                                  "give settings from outside the change")
 
 
-def _baseline(bpb: str | None, run_logs: tuple[str, ...]) -> Baseline | None:
+def _baseline(bpb: str | None, run_logs: tuple[str, ...]):
+    from audits.context import Baseline
+    from audits.submission import LOG_LIMIT, read_bounded
+    from audits.submission.logparse import parse_log
     if bpb and run_logs:
         raise PgolfError("give either --baseline-bpb or --baseline-run, not both")
     if bpb:
@@ -119,6 +121,8 @@ def _changed_files(path: str | None, base: str | None):
     """The PR's changed paths from a file (`-`: standard input), bounded in size."""
     if path is None:
         return None
+    from audits.submission import InputError, read_bounded
+    from audits.submission.gitdiff import CHANGES_LIMIT, parse_changes
     if base is not None:
         raise PgolfError("give either --base or --changed-files, not both")
     origin = "--changed-files " + ("(stdin)" if path == "-" else path)
@@ -208,6 +212,16 @@ def audit_command(paths, fmt, output, quiet, verbose, strict, exit_zero, no_conf
     Waive a finding in code: `# pgolf: waive RULE reason` on its line or the line above
     (not honoured in files the change under audit adds or modifies).
     """
+    if not (list_rules or explain):  # the usage errors first: they need no rule loaded
+        if not paths:
+            raise click.UsageError("give at least one records folder (or use --list-rules)")
+        if quiet and verbose:
+            raise click.UsageError("give --quiet or --verbose, not both")
+    from audits import api, catalogue
+    from audits.context import DEFAULT_PYTHON, AuditOptions, Baseline
+    from audits.report import FORMATS, console, rules, text
+    from audits.submission import InputError
+    from audits.waivers import load_waivers
     if list_rules:
         click.echo(rules.rules_table(), nl=False)
         return
@@ -217,10 +231,6 @@ def audit_command(paths, fmt, output, quiet, verbose, strict, exit_zero, no_conf
             raise PgolfError(f"unknown rule {rule_id!r}; `pgolf audit --list-rules` lists them")
         click.echo(rules.explain(rule_id), nl=False)
         return
-    if not paths:
-        raise click.UsageError("give at least one records folder (or use --list-rules)")
-    if quiet and verbose:
-        raise click.UsageError("give --quiet or --verbose, not both")
     started = time.monotonic()
     if base is None:
         paths = _records_folders(paths)

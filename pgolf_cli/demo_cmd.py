@@ -17,21 +17,15 @@ import time
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-from audits.engine import AuditReport
-from audits.findings import Severity
-from audits.report.review import render_review
-from audits.report.text import finding_lines
-from audits.submission.logparse import parse_log
 from pgolf_cli.data_cmd import split_summary
 from pgolf_cli.errors import PgolfError
 from pgolf_cli.files import write_atomic
-from pgolf_cli.packaging import PackageError, PackageRequest, PackageResult, package
 from pgolf_cli.review_cmd import review_audit
-from pgolf_cli.run_progress import RunProgress
 from pgolf_cli.train_cmd import run_training
+
+# Each stage imports what it runs (the trainer, the packager, the audit) when it starts, so that
+# `--help` and a usage error load none of them.
 
 SAMPLE = Path(__file__).resolve().parent / "sample"
 SAMPLE_DOCS = SAMPLE / "kjv_chapters.jsonl.xz"
@@ -120,6 +114,10 @@ def _data(root: Path) -> tuple[Path, Path]:
 
 
 def _train(run_dir: Path, seed: int, seconds: float, dataset: Path, tokenizer: Path) -> Path:
+    from rich.console import Console
+
+    from audits.submission.logparse import parse_log
+    from pgolf_cli.run_progress import RunProgress
     started = time.monotonic()
     _say("train", f"seed {seed}: {seconds:g} s of training, then the evaluations; log in "
                   f"{run_dir / 'train.log'}")
@@ -139,7 +137,8 @@ def _train(run_dir: Path, seed: int, seconds: float, dataset: Path, tokenizer: P
     return run_dir
 
 
-def _package(runs: list[Path], records: Path) -> PackageResult:
+def _package(runs: list[Path], records: Path):
+    from pgolf_cli.packaging import PackageError, PackageRequest, package
     started = time.monotonic()
     request = PackageRequest(runs=tuple(runs), name=NAME, author=AUTHOR, github_id=GITHUB_ID,
                              track="non_record_16mb", out=records)
@@ -152,7 +151,8 @@ def _package(runs: list[Path], records: Path) -> PackageResult:
     return result
 
 
-def _review(folder: Path) -> AuditReport:
+def _review(folder: Path):
+    from audits.report.review import render_review
     started = time.monotonic()
     report = review_audit(str(folder))
     write_atomic(folder / "review.md", render_review(report))
@@ -161,17 +161,21 @@ def _review(folder: Path) -> AuditReport:
     return report
 
 
-def _verdict(report: AuditReport) -> str:
+def _verdict(report) -> str:
     """PASS/WARN/FAIL with the count of each severity, then every finding above INFO."""
+    from audits.findings import Severity
+    from audits.report.text import finding_lines
     sub = report.submissions[0]
     counts = sub.counts()
     head = f"{sub.verdict()} ({', '.join(f'{counts[s]} {s}' for s in reversed(Severity))})"
     return "\n".join([head] + finding_lines(sub, " " * 11))
 
 
-def _summary(result: PackageResult, review: AuditReport, out: Path, runs: list[Path]) -> None:
+def _summary(result, review, out: Path, runs: list[Path]) -> None:
     """Each seed's figures and the submission's, as submission.json has them, with the verdict of
     the review's audit (the package's checks and the smoke import); then where everything went."""
+    from rich.console import Console
+    from rich.table import Table
     data = result.submission
     table = Table(show_edge=False, pad_edge=False)
     for header in ("seed", "steps", "val_bpb", "artifact bytes", "verdict"):

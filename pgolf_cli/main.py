@@ -69,13 +69,20 @@ def cli(ctx: click.Context, debug: bool) -> None:
 def main() -> None:
     debug = "--debug" in sys.argv[1:]
     try:
-        cli.main(standalone_mode=False)
+        # Outside standalone mode click returns a command's click.exceptions.Exit status instead
+        # of raising it; commands themselves return None.
+        status = cli.main(standalone_mode=False)
+        if isinstance(status, int) and status:
+            sys.exit(status)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
         sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
-    except click.Abort:
+    except click.Abort as exc:  # click's form of Ctrl-C (and of end of input at a prompt)
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            click.echo("pgolf: interrupted", err=True)
+            sys.exit(130)
         click.echo("pgolf: aborted", err=True)
         sys.exit(2)
     except KeyboardInterrupt:

@@ -7,11 +7,8 @@ from pathlib import Path
 
 import click
 
-from audits.findings import Severity
-from audits.report.text import finding_lines
 from pgolf_cli.errors import PgolfError
-from pgolf_cli.packaging import PackageError, PackageRequest, PackageResult, package
-from pgolf_cli.packaging.request import CODE_FORMS, TRACK_DIRS
+from pgolf_cli.package_options import CODE_FORMS, TRACK_DIRS
 
 
 def _bpb_list(ctx, param, value: str | None) -> tuple[float, ...] | None:
@@ -56,6 +53,7 @@ def package_command(runs, name, author, github_id, slug, track, out, code_form, 
     """
     if not runs:
         raise click.UsageError("give the run folders to package (the RUN_DIR of each `pgolf train --out RUN_DIR`)")
+    from pgolf_cli.packaging import PackageError, PackageRequest, package  # with the audit: not for --help
     request = PackageRequest(runs=tuple(runs), name=name, author=author, github_id=github_id,
                              track=track, out=out, code_form=code_form, baseline_bpb=baseline_bpb,
                              slug=slug, force=force)
@@ -70,7 +68,10 @@ def package_command(runs, name, author, github_id, slug, track, out, code_form, 
         sys.exit(result.report.exit_code)
 
 
-def summary(result: PackageResult) -> str:
+def summary(result) -> str:
+    """What `pgolf package` prints about its PackageResult."""
+    from audits.findings import Severity
+    from audits.report.text import finding_lines
     sub = result.report.submissions[0]
     files = sorted(p.name for p in result.folder.iterdir())
     counts = sub.counts()

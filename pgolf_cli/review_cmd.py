@@ -7,11 +7,6 @@ from pathlib import Path
 
 import click
 
-from audits import api
-from audits.context import AuditOptions
-from audits.engine import AuditReport
-from audits.report.review import render_review
-from audits.submission import InputError
 from pgolf_cli.errors import PgolfError
 from pgolf_cli.smoke_option import resolve_smoke, smoke_option
 
@@ -42,6 +37,8 @@ def review_command(path, base, pr, repo, smoke):
     """
     if (path is None) == (pr is None):
         raise click.UsageError("give either PATH or --pr N")
+    from audits.report.review import render_review  # the audit loads here, not for --help
+    from audits.submission import InputError
     if pr is not None:
         from pgolf_cli.pr_audit import pr_report
         try:
@@ -55,16 +52,19 @@ def review_command(path, base, pr, repo, smoke):
     sys.exit(report.exit_code)
 
 
-def review_audit(path: str, base: str | None = None, smoke: bool | None = None) -> AuditReport:
-    """The audit a review renders; the smoke import runs when torch is installed, unless `smoke`
-    says otherwise."""
+def review_audit(path: str, base: str | None = None, smoke: bool | None = None):
+    """The audit a review renders (an AuditReport); the smoke import runs when torch is
+    installed, unless `smoke` says otherwise."""
+    from audits import api
+    from audits.submission import InputError
     try:
         return api.audit([path], _options(smoke, base))
     except InputError as exc:
         raise PgolfError(str(exc)) from None
 
 
-def _options(smoke, base: str | None = None) -> AuditOptions:
+def _options(smoke, base: str | None = None):
+    from audits.context import AuditOptions
     # A review reads someone else's submission: the author's `# pgolf: waive` comments do not
     # get to decide its verdict.
     return AuditOptions(base_ref=base, smoke=resolve_smoke(smoke), waiver_comments=False)

@@ -12,15 +12,10 @@ from pathlib import Path
 
 import click
 
-from audits.context import AuditOptions
-from audits.submission import InputError
-from pgolf_cli import pulls
 from pgolf_cli.errors import PgolfError
 from pgolf_cli.files import write_atomic
 from pgolf_cli.smoke_option import resolve_smoke, smoke_option
-from pgolf_cli.sweep import pool, table
-from pgolf_cli.sweep.cases import Case, Settings, audit_case, code_hash, select
-from pgolf_cli.sweep.html import to_html
+from pgolf_cli.sweep import pool
 
 FETCH_ALL = "git fetch origin '+refs/pull/*/head:refs/pull/*/head'"
 
@@ -84,6 +79,12 @@ def sweep_command(repo, prs, unmerged, records, base, out, jobs, timeout, memory
     """
     if sum((prs is not None, unmerged, records)) > 1:
         raise click.UsageError("give one of --prs A-B, --open, --records")
+    from audits.context import AuditOptions  # the audit loads here, not for --help
+    from audits.submission import InputError
+    from pgolf_cli import pulls
+    from pgolf_cli.sweep import table
+    from pgolf_cli.sweep.cases import Settings, audit_case, code_hash, select
+    from pgolf_cli.sweep.html import to_html
     smoke = resolve_smoke(smoke)
     try:
         main = pulls.resolve_base(repo, base)
@@ -121,7 +122,7 @@ def sweep_command(repo, prs, unmerged, records, base, out, jobs, timeout, memory
                f"{time.monotonic() - started:.0f} s: {counts} -> {out / 'sweep.html'}")
 
 
-def _rows(case: Case, result: object, out: Path) -> list[dict]:
+def _rows(case, result: object, out: Path) -> list[dict]:
     """The table's rows of one case; its review is written to out/reviews/."""
     head = {"case": case.id, "pr": case.pr}
     if isinstance(result, pool.Failure):

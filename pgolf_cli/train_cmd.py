@@ -23,12 +23,24 @@ from trainer.config import (PRESETS, env_name, fields, format_value, load_config
 from trainer.errors import TrainerError
 
 
-def _settings_table() -> str:
-    rows = []
+def _settings_table(cfg) -> str:
+    """Every setting with the value this command would run with (the preset, the environment and
+    --set applied), its default where that differs, and its reason."""
+    rows = [f"# the {cfg.preset} preset, with the environment and --set applied"]
     for f in fields():
         choices = f" ({'|'.join(f.metadata['choices'])})" if f.metadata["choices"] else ""
-        rows.append(f"{env_name(f.name)}={format_value(f.default)}{choices}\n    {f.metadata['doc']}")
+        value = getattr(cfg, f.name)
+        changed = f"  [default {format_value(f.default)}]" if value != f.default else ""
+        rows.append(f"{env_name(f.name)}={format_value(value)}{choices}{changed}\n    {f.metadata['doc']}")
     return "\n".join(rows)
+
+
+def _config(overrides: dict[str, str]):
+    """The run's config, or the one line that says which setting is wrong (before torch loads)."""
+    try:
+        return load_config(os.environ, overrides)
+    except TrainerError as exc:
+        raise PgolfError(str(exc)) from None
 
 
 def _overrides(settings: tuple[str, ...], **shortcuts) -> dict[str, str]:
@@ -40,6 +52,32 @@ def _overrides(settings: tuple[str, ...], **shortcuts) -> dict[str, str]:
         out[name.strip().upper()] = value
     out.update({env_name(k): str(v) for k, v in shortcuts.items() if v is not None})
     return out
+
+
+INTERRUPTED = 130  # the shell's status for a process ended by Ctrl-C (128 + SIGINT)
+
+
+def _follow(proc: subprocess.Popen, on_line: Callable[[str], None] | None) -> int:
+    """Wait for the run (handing its lines to `on_line`) and return its status. Ctrl-C reaches
+    the run too (the terminal signals the whole foreground group), so the first one waits for the
+    run to write its stop into train.log and exit; a second one kills it."""
+    interrupted = False
+    while True:
+        try:
+            if proc.stdout is not None:
+                for line in proc.stdout:
+                    on_line(line.rstrip("\n"))
+            status = proc.wait()
+            break
+        except KeyboardInterrupt:
+            if interrupted:
+                proc.kill()
+                proc.wait()
+                break
+            interrupted = True
+    if proc.stdout is not None:
+        proc.stdout.close()
+    return INTERRUPTED if interrupted else status
 
 
 def _gpu_count() -> int:
@@ -62,15 +100,41 @@ def _gpu_count() -> int:
 @click.option("--no-bundle", is_flag=True,
               help="Run the trainer package instead of a bundled train_gpt.py (development; the "
                    "log then names no code hash).")
-@click.option("--list-settings", is_flag=True, help="List every setting with its default and exit.")
+@click.option("--list-settings", is_flag=True,
+              help="List every setting with the value this command would use (--preset, --set and "
+                   "the environment applied) and exit.")
 def train_command(preset, settings, seed, data_dir, out_dir, nproc, no_bundle, list_settings) -> None:
-    """Train a model with the record recipe and write a run folder."""
-    if list_settings:
-        click.echo(_settings_table())
-        return
+    """Train a model with the record recipe and write a run folder.
+
+    Exit status: 0 trained, 2 bad input or a failed run, 130 stopped by Ctrl-C (train.log says so).
+    """
     overrides = _overrides(settings, preset=preset, seed=seed, data_dir=data_dir)
+    cfg = _config(overrides)
+    if list_settings:
+        click.echo(_settings_table(cfg))
+        return
     out_dir = _run_with_progress(overrides, out_dir, nproc, bundle=not no_bundle)
-    click.echo(f"run folder: {out_dir}")
+    click.echo(closing_summary(out_dir), nl=False)
+
+
+def closing_summary(out_dir: Path) -> str:
+    """What the run did, from its train.log: steps, each scored phase's val_bpb and time, the
+    artifact's bytes, and the next command."""
+    from audits.submission.logparse import parse_log  # the run is over: the parser may load now
+
+    log = parse_log((out_dir / "train.log").read_text(encoding="utf-8", errors="replace"))
+    lines = [f"run folder: {out_dir}"]
+    train_ms = log.train_time_ms
+    seconds = f" in {float(train_ms.value) / 1000:.1f} s" if train_ms is not None else ""
+    lines.append(f"  training: {log.step_count or 0} steps{seconds}")
+    for phase in log.eval_phases:
+        lines.append(f"  {phase.name}: val_bpb {phase.val_bpb:.4f} ({phase.eval_time_ms / 1000:.1f} s)")
+    artifact = log.artifact_bytes
+    if artifact is not None:
+        lines.append(f"  artifact: {int(artifact.value):,} bytes (the cap is 16,000,000)")
+    lines.append(f"next: pgolf package {out_dir} ... --name NAME --author NAME --github-id ID "
+                 "(with the other seeds' run folders)")
+    return "\n".join(lines) + "\n"
 
 
 def _run_with_progress(overrides: dict[str, str], out_dir: Path | None, nproc: int | None,
@@ -110,13 +174,13 @@ def run_training(overrides: dict[str, str], out_dir: Path | None = None, nproc: 
     `on_line` gets the run's console lines as they come instead of the terminal (train.log has
     every line); errors still show.
     """
-    # torch and libcst load only when a run starts, so `pgolf --help` stays quick.
+    cfg = _config(overrides)
+    # torch and libcst load only when a run starts, so `--help` and bad settings answer at once.
     from trainer.bundle import write_bundle
     from trainer.distributed import REFERENCE_WORLD_SIZE
     from trainer.preflight import preflight
 
     try:
-        cfg = load_config(os.environ, overrides)
         preflight(cfg)
     except TrainerError as exc:
         raise PgolfError(str(exc)) from None
@@ -141,13 +205,15 @@ def run_training(overrides: dict[str, str], out_dir: Path | None = None, nproc: 
         launcher += ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
     env = {**os.environ, **overrides, "OUT_DIR": str(out_dir.resolve()), "RUN_ID": cfg.run_id}
     if on_line is None:
-        status = subprocess.run(launcher + target, env=env).returncode
+        proc = subprocess.Popen(launcher + target, env=env)
     else:  # unbuffered, so each line arrives when the run prints it
-        with subprocess.Popen(launcher + target, env={**env, "PYTHONUNBUFFERED": "1"},
-                              stdout=subprocess.PIPE, text=True, errors="replace") as proc:
-            for line in proc.stdout:
-                on_line(line.rstrip("\n"))
-        status = proc.returncode
+        proc = subprocess.Popen(launcher + target, env={**env, "PYTHONUNBUFFERED": "1"},
+                                stdout=subprocess.PIPE, text=True, errors="replace")
+    status = _follow(proc, on_line)
+    if status == INTERRUPTED:
+        click.echo(f"pgolf: training interrupted; {out_dir / 'train.log'} records where it stopped",
+                   err=True)
+        raise click.exceptions.Exit(INTERRUPTED)
     if status == 2:  # bad input: the run printed its one line
         raise click.exceptions.Exit(2)
     if status != 0:

@@ -55,6 +55,9 @@ def main() -> None:
         finished = True
     except TrainerError as exc:
         fail(exc)
+    except KeyboardInterrupt:  # Ctrl-C: the log says the run was stopped, the shell sees 130
+        log("stopped: interrupted (Ctrl-C); the run is incomplete")
+        sys.exit(130)
     finally:
         close_log()
         stop(finished)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 
 from audits.findings import Severity
 from audits.registry import FAIL, ILLEGAL, Rule, check, found, issue, pgolf, pr, rules
@@ -98,6 +99,11 @@ def eval_causality_probe(sub, options):
     if script is None or not script.data:
         yield found("EVAL_CAUSALITY_PROBE", f"no readable {ENTRY_SCRIPT}: the probes were not run",
                     severity=Severity.INFO, unchecked=True)
+        return
+    if importlib.util.find_spec("torch") is None:  # `pip install pgolf` without the train extra
+        yield found("EVAL_CAUSALITY_PROBE", "the probes were not run: they need torch, which is "
+                    "not installed here", severity=Severity.INFO, unchecked=True, file=ENTRY_SCRIPT,
+                    hint="pip install 'pgolf[train]'")
         return
     shipped = hashlib.sha256(script.data).hexdigest()
     known = known_hashes(script.source)

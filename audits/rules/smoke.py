@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import errno
+import importlib.util
+import sys
 import weakref
 
 from audits import pyversion
 from audits.findings import Finding, Severity
 from audits.registry import FAIL, NEEDS_ACTION, WARN, Rule, check, found, readme, rules
 from audits.smoke import (
+    isolation,
     run,  # the module, not its names: audits.smoke.run imports this package
 )
 from audits.submission import Script, Submission
@@ -72,7 +75,8 @@ def import_fail(sub, options):
     digs the nonce out of the harness's memory (it runs in the same process) could still forge one.
     Without bubblewrap the filesystem is the host's; without bubblewrap or unshare the network is
     too, and the finding says so; the writable space is a size-limited tmpfs only under bubblewrap
-    or unshare. With `--no-smoke` (and in `pgolf package`, which imports nothing) the rule is "not
+    or unshare. With `--no-smoke` (and in `pgolf package`, which imports nothing), and where no
+    Python here has torch (the import is then skipped, and the finding says so), the rule is "not
     checked", never a pass.
     """
     result = smoke_result(sub, options)
@@ -105,10 +109,27 @@ def import_stub_limit(sub, options):
 
 def smoke_import(sub, options, **kwargs) -> run.SmokeResult:
     """The smoke import of `sub` (audits.smoke.run.run_smoke, with its keyword arguments), and its
-    findings in words."""
+    findings in words; skipped, and said so, where no Python here has torch (`pip install pgolf`
+    without the train extra): the import would only fail at `import torch`."""
+    script = run.entry_script(sub)
+    if script is not None and not _python_with_torch(options.target_python):
+        result = run.SmokeResult(script.rel, "skipped")
+        result.findings = [found("IMPORT_FAIL", "not checked: the smoke import was skipped: no Python "
+                                 "with torch is installed here", severity=Severity.INFO,
+                                 unchecked=True, file=script.rel,
+                                 hint="Install torch (pip install 'pgolf[train]') to run it.")]
+        return result
     result = run.run_smoke(sub, options, **kwargs)
     result.findings = findings(result, sub, run.entry_script(sub))
     return result
+
+
+def _python_with_torch(target: tuple[int, int]) -> bool:
+    """Whether the Python that would run the import (the target's when it has torch, else pgolf's
+    own) can import torch."""
+    if isolation.interpreter(target).path != sys.executable:
+        return True  # the target's Python, chosen because it has torch
+    return importlib.util.find_spec("torch") is not None
 
 
 _NOT_A_DEFECT = "not counted as a defect: only syntax errors, undefined names and undeclared modules are"

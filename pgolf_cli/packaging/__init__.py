@@ -26,7 +26,7 @@ from audits.submission import load
 from pgolf_cli.packaging import code as code_mod
 from pgolf_cli.packaging import readme, submission_json
 from pgolf_cli.packaging.folder import check_target, commit, staged
-from pgolf_cli.packaging.plot import PLOT_NAME, loss_curves_png
+from pgolf_cli.packaging.plot import PLOT_NAME, loss_curves_png, require_matplotlib
 from pgolf_cli.packaging.request import PackageError, PackageRequest, validate
 from pgolf_cli.packaging.runs import Run, load_runs, refuse_over_budget
 
@@ -49,6 +49,7 @@ class PackageResult:
 
 def package(request: PackageRequest) -> PackageResult:
     validate(request)
+    require_matplotlib()
     runs = load_runs(request.runs)
     shipped = code_mod.ship(runs[0].script, request.code_form)
     target = request.target

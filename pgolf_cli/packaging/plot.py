@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import importlib.util
 import io
 
+from pgolf_cli.packaging.request import PackageError
 from pgolf_cli.packaging.runs import Run
 
 PLOT_NAME = "loss_curves.png"
+
+
+def require_matplotlib() -> None:
+    """PackageError, before anything is written, where matplotlib is not installed."""
+    if importlib.util.find_spec("matplotlib") is None:
+        raise PackageError("pgolf package draws loss_curves.png with matplotlib, which is not "
+                           "installed: pip install 'pgolf[train]' (on the machine that trained)")
 
 
 def loss_curves_png(runs: list[Run]) -> bytes:

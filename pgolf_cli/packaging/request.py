@@ -7,8 +7,7 @@ import datetime
 import re
 from pathlib import Path
 
-TRACK_DIRS = {"10min_16mb": "track_10min_16mb", "non_record_16mb": "track_non_record_16mb"}
-CODE_FORMS = ("wrapped", "plain")
+from pgolf_cli.package_options import CODE_FORMS, TRACK_DIRS
 _SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 

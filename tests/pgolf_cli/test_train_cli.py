@@ -1,10 +1,17 @@
 """`pgolf train` input checks, in process (the full run is in tests/trainer/test_trainer_runs.py)."""
 
+import os
+import signal
+import subprocess
+import sys
+
 import pytest
 from click.testing import CliRunner
 
 from pgolf_cli.main import cli
-from trainer.config import env_name, fields
+from pgolf_cli.train_cmd import closing_summary
+from runfolders import run_log
+from trainer.config import PRESETS, env_name, fields, format_value
 from trainer_support import SETTING_NAMES, make_data_dir
 
 
@@ -24,6 +31,35 @@ def test_list_settings_names_every_setting():
     for f in fields():
         assert f"\n{env_name(f.name)}=" in "\n" + result.output
         assert f.metadata["doc"][:40] in result.output
+
+
+def test_list_settings_shows_the_values_of_the_preset_given():
+    def listed(*args):
+        result = run("--list-settings", *args)
+        assert result.exit_code == 0
+        return result.output, dict(line.split("=", 1) for line in result.output.splitlines()
+                                   if line[:1].isupper())
+    default = {env_name(f.name): format_value(f.default) for f in fields()}
+    _, record = listed()
+    text, tiny = listed("--preset", "tiny", "--set", "SEED=7")
+    assert text.startswith("# the tiny preset")
+    for name, value in PRESETS["tiny"].items():
+        shown = tiny[env_name(name)]
+        assert shown.startswith(format_value(value))
+        if format_value(value) != default[env_name(name)]:
+            assert shown.endswith(f"  [default {default[env_name(name)]}]")
+            assert record[env_name(name)].startswith(default[env_name(name)])
+    assert tiny["SEED"] == "7  [default 1337]"
+
+
+def test_a_run_ends_with_its_figures_and_the_next_command(tmp_path):
+    (tmp_path / "train.log").write_text(run_log(42, steps=4550, model_bytes=15_861_000), encoding="utf-8")
+    summary = closing_summary(tmp_path)
+    assert f"run folder: {tmp_path}\n  training: 4550 steps in 592.1 s\n" in summary
+    for phase, seconds in (("quantized", 7.5), ("quantized_sliding_window", 84.0), ("quantized_ttt", 366.5)):
+        assert f"  {phase}: val_bpb " in summary and f"({seconds:.1f} s)" in summary
+    assert "  artifact: 15," in summary and " bytes" in summary
+    assert summary.splitlines()[-1].startswith(f"next: pgolf package {tmp_path} ")
 
 
 @pytest.mark.parametrize("args, message", [
@@ -118,3 +154,23 @@ def test_with_gpus_the_bundle_holds_what_the_settings_switch_on(data_dir, tmp_pa
     assert launched and launched[0][-1] == str(tmp_path / "r" / "train_gpt.py")
     for name in ("SmearGate", "HeadGate", "fold_corrections"):
         assert (f"\ndef {name}(" in script or f"\nclass {name}(" in script) == (name in holds), name
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_a_run_with_status_130_and_the_log_says_so(data_dir, tmp_path):
+    """Ctrl-C as a terminal sends it: SIGINT to the whole foreground group, once a step ran."""
+    out = tmp_path / "r"
+    env = {k: v for k, v in os.environ.items() if k not in SETTING_NAMES}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pgolf_cli", "train", "--preset", "tiny", "--data-dir", str(data_dir),
+         "--out", str(out), "--set", "ITERATIONS=100000", "--no-bundle"],
+        env={**env, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, start_new_session=True)
+    for line in proc.stdout:  # wait for training to be under way
+        if line.startswith("step:"):
+            break
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate()
+    assert proc.returncode == 130
+    assert "pgolf: training interrupted" in err and "Traceback" not in err
+    assert "stopped: interrupted (Ctrl-C)" in (out / "train.log").read_text(encoding="utf-8")
