@@ -9,7 +9,6 @@ from pathlib import Path
 
 import click
 
-from pgolf_cli import config
 from pgolf_cli.errors import PgolfError
 from pgolf_cli.files import write_atomic
 from pgolf_cli.smoke_option import resolve_smoke, smoke_option
@@ -58,9 +57,10 @@ def _records_folders(paths: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _configuration(paths: tuple[str, ...], base: str | None, changes) -> config.Config:
+def _configuration(paths: tuple[str, ...], base: str | None, changes):
     """The `[tool.pgolf]` table that governs every folder audited (one, or none), read from outside
     the change under audit: with `base`, from the base commit."""
+    from pgolf_cli import config
     if base is not None:
         found = [config.at_commit(Path(p), base) for p in paths]
     else:
@@ -222,6 +222,7 @@ def audit_command(paths, fmt, output, quiet, verbose, strict, exit_zero, no_conf
     from audits.report import FORMATS, console, rules, text
     from audits.submission import InputError
     from audits.waivers import load_waivers
+    from pgolf_cli import config
     if list_rules:
         click.echo(rules.rules_table(), nl=False)
         return
