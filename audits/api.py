@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from audits import submission as submission_mod
+from audits import timelimit
 from audits.context import AuditOptions
 from audits.engine import AuditReport, SubmissionReport, audit_submission
 from audits.rules.layout import layout_not_single_folder
@@ -20,7 +21,11 @@ def load_submissions(paths: Iterable[str], options: AuditOptions) -> list[submis
     for path in paths:
         if options.base_ref is None:
             changes = None if options.changed_files is None else list(options.changed_files)
-            sub = submission_mod.load(path, changes=changes)
+            try:
+                sub = submission_mod.load(path, changes=changes)
+            except timelimit.Reached:
+                subs.append(cut_short(Path(path), changes))
+                continue
             files = {e.rel for e in sub.entries if e.kind == "file"}
             folder = folder_in_change(changes, sub.name, files) if changes is not None else None
             if folder is not None:
@@ -30,8 +35,22 @@ def load_submissions(paths: Iterable[str], options: AuditOptions) -> list[submis
         repo = Path(path)
         if not repo.is_dir():
             raise submission_mod.InputError(f"{path}: not a folder; with --base give a repository checkout")
-        subs.extend(change_submissions(repo, changed_paths(repo, options.base_ref)))
+        changes = changed_paths(repo, options.base_ref)
+        try:
+            subs.extend(change_submissions(repo, changes))
+        except timelimit.Reached:
+            subs.append(cut_short(repo, changes))
     return subs
+
+
+def cut_short(root: Path, changes) -> submission_mod.Submission:
+    """What stands for a folder whose reading the time limit stopped: its name and the finding."""
+    sub = submission_mod.Submission(root=root.resolve(), name=root.resolve().name, track="10min_16mb",
+                                    track_origin="not read", changes=changes)
+    sub.problems.append(submission_mod.Problem(
+        "AUDIT_TIME_LIMIT", timelimit.stopped("while reading the folder", []), None,
+        {"hint": "Audit the folder again with a longer --time-limit, or read it by hand."}))
+    return sub
 
 
 def change_submissions(tree: Path, changes: list[tuple[str, str]]) -> list[submission_mod.Submission]:
@@ -58,5 +77,8 @@ def audit_loaded(subs: Iterable[submission_mod.Submission], options: AuditOption
             findings = list(layout_not_single_folder(sub, options))
             reports.append(SubmissionReport(sub, findings, []))
         else:
-            reports.append(audit_submission(sub, options))
+            try:
+                reports.append(audit_submission(sub, options))
+            except timelimit.Reached:  # between two checks: the checks' findings are lost
+                reports.append(audit_submission(sub, options))
     return AuditReport(options, reports)

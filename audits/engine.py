@@ -5,13 +5,14 @@ from __future__ import annotations
 import dataclasses
 import traceback
 
-from audits import catalogue  # noqa: F401  (every rule registers its check when imported)
+from audits import catalogue, timelimit  # noqa: F401  (every rule registers its check when imported)
 from audits.context import AuditOptions
 from audits.findings import Finding, Severity
 from audits.registry import CHECKS, LEVELS, PASS, ROWS
-from audits.submission import Submission
+from audits.submission import Problem, Submission
 from audits.waivers import apply_waivers
 
+TIME_LIMIT = "AUDIT_TIME_LIMIT"
 _ORDER = {Severity.FAIL: 0, Severity.WARN: 1, Severity.INFO: 2}
 
 
@@ -61,17 +62,34 @@ class AuditReport:
         return 1 if any(r.counted(self.options.strict) for r in self.submissions) else 0
 
 
+def _recorded(sub: Submission, rule_id: str) -> bool:
+    return any(p.rule == rule_id for p in sub.problems)
+
+
 def audit_submission(sub: Submission, options: AuditOptions) -> SubmissionReport:
     findings = []
     errors = []
-    for rule_id, fn in CHECKS.items():
+    stopped_in, not_run = None, []
+    # the time limit's own check last: it reports what the others could not finish
+    for rule_id, fn in sorted(CHECKS.items(), key=lambda item: item[0] == TIME_LIMIT):
         if not options.selected(rule_id):
+            continue
+        if rule_id == TIME_LIMIT:
+            if (stopped_in or not_run) and not _recorded(sub, TIME_LIMIT):
+                where = f"in the check of {stopped_in}" if stopped_in else "before these checks ran"
+                sub.problems.append(Problem(TIME_LIMIT, timelimit.stopped(where, not_run), None,
+                                            {"hint": "Audit the folder again with a longer --time-limit, "
+                                                     "or read what was not checked by hand."}))
+        elif timelimit.expired():
+            not_run.append(rule_id)
             continue
         try:
             for finding in fn(sub, options):
                 if finding.rule != rule_id:
                     raise AssertionError(f"check of {rule_id} reported {finding.rule}")
                 findings.append(finding)
+        except timelimit.Reached:
+            stopped_in = rule_id
         except Exception:  # a bug in pgolf: report it, keep the other checks' results
             last = traceback.format_exc().strip().splitlines()[-1]
             errors.append(f"internal error in the check of {rule_id}: {last}")

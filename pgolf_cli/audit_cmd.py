@@ -12,6 +12,7 @@ import click
 from pgolf_cli.errors import PgolfError
 from pgolf_cli.files import write_atomic
 from pgolf_cli.smoke_option import resolve_smoke, smoke_option
+from pgolf_cli.time_limit_option import time_limit_option
 
 
 # The audit (libcst and every rule) is imported where a command needs it, not at the top: `--help`
@@ -183,6 +184,7 @@ def _changed_files(path: str | None, base: str | None):
 @click.option("--p-threshold", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01,
               show_default=True, help="Significance threshold (organizers later used 0.25).")
 @smoke_option
+@time_limit_option
 @click.option("--smoke-forward", is_flag=True,
               help="With the smoke import, also build the model with tiny shapes and run one forward "
                    "pass (reported, never failed on).")
@@ -193,7 +195,7 @@ def _changed_files(path: str | None, base: str | None):
 @click.option("--explain", metavar="RULE", help="Explain one rule and exit.")
 def audit_command(paths, fmt, output, quiet, verbose, strict, exit_zero, no_config, no_waiver_comments,
                   only, skip, waive, waiver_files, python, base, changed_files, baseline_bpb, baseline_run,
-                  p_threshold, smoke, smoke_forward, probe, list_rules, explain):
+                  p_threshold, smoke, time_limit, smoke_forward, probe, list_rules, explain):
     """Check records folders (or a PR's change, with --base) against every rule.
 
     \b
@@ -217,7 +219,7 @@ def audit_command(paths, fmt, output, quiet, verbose, strict, exit_zero, no_conf
             raise click.UsageError("give at least one records folder (or use --list-rules)")
         if quiet and verbose:
             raise click.UsageError("give --quiet or --verbose, not both")
-    from audits import api, catalogue
+    from audits import api, catalogue, timelimit
     from audits.context import DEFAULT_PYTHON, AuditOptions, Baseline
     from audits.report import FORMATS, console, rules, text
     from audits.submission import InputError
@@ -268,7 +270,8 @@ def audit_command(paths, fmt, output, quiet, verbose, strict, exit_zero, no_conf
         base_ref=base, changed_files=changes, smoke=smoke,
         smoke_forward=smoke_forward, probe=probe, waiver_comments=not no_waiver_comments)
     try:
-        report = api.audit(paths, options)
+        with timelimit.limit(time_limit):
+            report = api.audit(paths, options)
     except InputError as exc:
         raise PgolfError(str(exc)) from None
     if fmt == "auto":

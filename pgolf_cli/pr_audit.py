@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from audits import api
+from audits import api, timelimit
 from audits.context import AuditOptions
 from audits.engine import AuditReport
 from audits.submission import Problem, Submission, display_name
@@ -21,14 +21,22 @@ from pgolf_cli import gittree, pulls
 
 
 @contextlib.contextmanager
-def pr_report(repo: Path, number: int, base: str | None, options: AuditOptions) -> Iterator[AuditReport]:
-    """The audit of PR `number` (its head fetched when the clone lacks it); its folders stay on
-    disk until the block ends, for renderers that read them again."""
+def pr_report(repo: Path, number: int, base: str | None, options: AuditOptions,
+              time_limit: float | None = None) -> Iterator[AuditReport]:
+    """The audit of PR `number` (its head fetched when the clone lacks it), its reading and checks
+    within `time_limit` seconds; its folders stay on disk until the block ends, for renderers that
+    read them again."""
     head = pulls.pr_head(repo, number)
     base_commit = pulls.pr_base(repo, head, base)
     with tempfile.TemporaryDirectory(prefix="pgolf-pr-") as tmp:
-        subs = change_at(repo, base_commit, head, Path(tmp) / f"pr-{number}")
-        yield api.audit_loaded(subs, options)
+        tree = Path(tmp) / f"pr-{number}"
+        with timelimit.limit(time_limit):
+            try:
+                subs = change_at(repo, base_commit, head, tree)
+            except timelimit.Reached:
+                subs = [api.cut_short(tree, None)]
+            report = api.audit_loaded(subs, options)
+        yield report
 
 
 def change_at(repo: Path, base: str, head: str, tree: Path,

@@ -9,6 +9,7 @@ import click
 
 from pgolf_cli.errors import PgolfError
 from pgolf_cli.smoke_option import resolve_smoke, smoke_option
+from pgolf_cli.time_limit_option import time_limit_option
 
 
 @click.command("review")
@@ -23,7 +24,8 @@ from pgolf_cli.smoke_option import resolve_smoke, smoke_option
 @click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=".",
               show_default=True, help="With --pr: the clone of the challenge repository.")
 @smoke_option
-def review_command(path, base, pr, repo, smoke):
+@time_limit_option
+def review_command(path, base, pr, repo, smoke, time_limit):
     """Print the audit of PATH (a records folder, or a PR checkout with --base) as a review
     comment to paste on the PR. The same folder always gives the same bytes.
 
@@ -42,23 +44,25 @@ def review_command(path, base, pr, repo, smoke):
     if pr is not None:
         from pgolf_cli.pr_audit import pr_report
         try:
-            with pr_report(repo, pr, base, _options(smoke)) as report:
+            with pr_report(repo, pr, base, _options(smoke), time_limit) as report:
                 click.echo(render_review(report), nl=False)
         except InputError as exc:
             raise PgolfError(str(exc)) from None
         sys.exit(report.exit_code)
-    report = review_audit(path, base, smoke)
+    report = review_audit(path, base, smoke, time_limit)
     click.echo(render_review(report), nl=False)
     sys.exit(report.exit_code)
 
 
-def review_audit(path: str, base: str | None = None, smoke: bool | None = None):
-    """The audit a review renders (an AuditReport); the smoke import runs when torch is
-    installed, unless `smoke` says otherwise."""
-    from audits import api
+def review_audit(path: str, base: str | None = None, smoke: bool | None = None,
+                 time_limit: float | None = None):
+    """The audit a review renders (an AuditReport), within `time_limit` seconds; the smoke import
+    runs when torch is installed, unless `smoke` says otherwise."""
+    from audits import api, timelimit
     from audits.submission import InputError
     try:
-        return api.audit([path], _options(smoke, base))
+        with timelimit.limit(time_limit):
+            return api.audit([path], _options(smoke, base))
     except InputError as exc:
         raise PgolfError(str(exc)) from None
 

@@ -20,6 +20,10 @@ RULES = rules(
     Rule("BAD_FILENAME", WARN, "input",
          "File names have no control characters, newlines or spaces.",
          (pgolf("such names break git tooling and review"),), level=NEEDS_ACTION),
+    Rule("AUDIT_TIME_LIMIT", FAIL, "input",
+         "The audit of the folder finishes within its time limit.",
+         (pgolf("a check cut short says nothing about the folder; what was not checked has to be "
+                "read by hand"),), level=NEEDS_ACTION),
 )
 
 
@@ -81,3 +85,23 @@ def bad_filename(sub, options):
     Known limits: none; the check reads every name the loader lists.
     """
     yield from _recorded(sub, "BAD_FILENAME")
+
+
+@check("AUDIT_TIME_LIMIT")
+def audit_time_limit(sub, options):
+    """What it checks: the whole audit (reading the folder and every check) finished within its
+    time limit (`--time-limit`, default 900 s).
+
+    Why it matters: a check stopped part-way says nothing; the report keeps every finding made
+    before the limit, and this finding names the check that was stopped and those never run, which
+    a reviewer then reads by hand.
+
+    Illegal: a folder whose files keep a check busy past the limit (a log or source built to make
+    a parser slow).
+
+    Legal: any folder the audit reads in minutes.
+
+    Known limits: the limit is wall-clock time on the auditing machine; a loaded machine reaches
+    it sooner. It needs the main thread (the command line's case); elsewhere nothing is bounded.
+    """
+    yield from _recorded(sub, "AUDIT_TIME_LIMIT")

@@ -23,21 +23,24 @@ _CODE_MINIFIED_SHA = re.compile(r"^code_minified_sha256:\s*([0-9a-f]{64})\b")
 
 _STEP_OLD = re.compile(r"^step:(\d+)/(\d+)\s+(.*)$")
 _STEP_NEW = re.compile(r"^(\d+)/(\d+)\s+(.*)$")
-_FIELD = re.compile(rf"([A-Za-z_/]+)[:=]\s*({NUM})(ms|m|s)?\b")
+# Every pattern here runs in time linear in its line: no two parts of one may take the same run of
+# characters in many ways (a field name starts a word, not at each of its letters; a name ends on
+# a non-space before optional spaces), since a log is the author's text.
+_FIELD = re.compile(rf"(?<![A-Za-z_/])([A-Za-z_/]+)[:=]\s*({NUM})(ms|m|s)?\b")
 
-_METRIC = re.compile(rf"^(?P<name>.*?)\s*\bval_loss[:=]\s*(?P<loss>{NUM})\s+val_bpb[:=]\s*(?P<bpb>{NUM})(?P<rest>.*)$")
+_METRIC = re.compile(rf"^(?P<name>(?:.*?\S)??)\s*\bval_loss[:=]\s*(?P<loss>{NUM})\s+val_bpb[:=]\s*(?P<bpb>{NUM})(?P<rest>.*)$")
 _EVAL_TIME = re.compile(rf"\beval_time:\s*({NUM})ms")
 _ELAPSED = re.compile(rf"\belapsed=\s*({NUM})s")
 
 _STOP = re.compile(r"^stopping_early:\s*wallclock_cap\s+train_time:\s*(\d+)ms\s+step:\s*(\d+)/(\d+)")
-_RESERVE = re.compile(rf"^gptq:reserving\s+({NUM})\s*(ms|s)\b.*?(?:effective=(\d+)ms)?\s*$", re.I)
+_RESERVE = re.compile(rf"^gptq:reserving\s+({NUM})\s*(ms|s)\b(?:.*?effective=(\d+)ms(?=\s*$))?", re.I)
 _HESSIANS = re.compile(rf"^GPTQ:collected\s+(\d+)\s+Hessians\s+in\s+({NUM})s", re.I)
 _HESSIANS_AR = re.compile(r"^gptq:collected hessians for (\d+) layers(.*)$", re.I)
 _SELF_GEN = re.compile(r"autoregressive|self[- ]?gen", re.I)
-_SERIALIZED = re.compile(r"^Serialized model(?:\s+([^:]+?))?:\s*(\d+)\s*bytes")
+_SERIALIZED = re.compile(r"^Serialized model(?:\s+(?=[^\s:])([^:]+))?:\s*(\d+)\s*bytes")
 # `Total submission size int6+brotli: N bytes`, and the method named before the word as well
 # (`Total mixed submission: N bytes`).
-_TOTAL = re.compile(r"^Total\s+(?:(\w[\w+-]*)\s+)?submission(?:\s+size)?(?:\s+([^:]+?))?:\s*(\d+)\s*bytes")
+_TOTAL = re.compile(r"^Total\s+(?:(\w[\w+-]*)\s+)?submission(?:\s+size)?(?:\s+(?=[^\s:])([^:]+))?:\s*(\d+)\s*bytes")
 # Size lines of other shapes: `Artifact size: 15,762,406 bytes` (`quant:int5 artifact size: N
 # bytes`), the compressed model as the GDN records' submission.json counts it (code apart); and a
 # size followed by the total on one line (`Artifact: 15103390 bytes, code: 61581 bytes, total:

@@ -52,3 +52,13 @@ def test_the_action_shows_a_waiver_it_was_given(tmp_path):
     assert done.returncode == 0, done.stdout
     (line,) = [line for line in done.stdout.splitlines() if "PY_SYNTAX_TOO_NEW" in line]
     assert line.startswith("::notice ") and "(waived)" in line and "waived: runs on 3.12" in line
+
+
+def test_a_log_line_built_to_backtrack_does_not_stall_the_audit(tmp_path):
+    """A 400 KB step line of letters: a parser pattern that backtracked took hours on it."""
+    log = good_folder_files()["train_seed42.log"] + "step:2/2 train_loss:1.0 " + "a" * 400_000 + "\n"
+    change = Change(tmp_path, folder(**{"train_seed42.log": log}))
+    for command in COMMANDS:
+        done = change.run(command, "--no-smoke")
+        assert done.returncode in (0, 1), (command, done.stderr)
+        assert "AUDIT_TIME_LIMIT" not in done.stdout, command

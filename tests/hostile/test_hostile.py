@@ -172,6 +172,24 @@ def test_escape_sequences_and_markdown_in_an_exception_come_out_inert(tmp_path):
         assert "@octocat" not in text, fmt  # an invisible joiner after the @: no mention
 
 
+def test_the_whole_audit_stops_at_its_time_limit(tmp_path):
+    """The script sleeps through the import: with a time limit shorter than the import's own, the
+    audit and the review stop in the smoke check, report what ran before, name what did not, and
+    leave nothing behind."""
+    run = Run(tmp_path, "hang")
+    before = snapshot.folder_state(run.folder, 2**30)
+    done, reaped = run.pgolf("audit", str(run.folder), "--format", "json", "--time-limit", "5")
+    run.check_contained(done, reaped, before)
+    (sub,) = json.loads(done.stdout)["submissions"]
+    (limit,) = [f for f in sub["findings"] if f["rule"] == "AUDIT_TIME_LIMIT"]
+    assert "stopped at its 5 s time limit in the check of IMPORT_FAIL" in limit["message"]
+    assert sub["verdict"] == "NEEDS_ACTION" and reaped["returncode"] == 1
+    assert any(f["rule"] == "MISSING_FILES" for f in sub["findings"])  # made before the limit
+    done, reaped = run.pgolf("review", str(run.folder), "--time-limit", "5")
+    run.check_contained(done, reaped, before)
+    assert "AUDIT_TIME_LIMIT" in done.stdout.decode() and reaped["returncode"] == 1
+
+
 def _signal_during_the_import(run: Run, sig: int) -> tuple[bytes, dict]:
     """Start `pgolf audit` on the attack, send `sig` to pgolf once the import runs; return its
     output and what the reaper found."""
