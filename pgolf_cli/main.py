@@ -21,6 +21,9 @@ COMMANDS = {
              "Run the whole loop on the embedded sample corpus, on CPU, in a few minutes: tokenize "
              "it into shards, train the tiny preset for seeds 42 and 314, package the two runs into "
              "an audited non-record records folder, review it, and print a summary."),
+    "doctor": ("pgolf_cli.doctor_cmd", "doctor_command",
+               "Say what this machine can run: GPU and its bf16 rate, torch and CUDA, the attention "
+               "kernels, the smoke import's sandbox and Python 3.10, and the data under --data-dir."),
     "package": ("pgolf_cli.package_cmd", "package_command",
                 "Build records/<track>/YYYY-MM-DD_<slug>/ from the RUN_DIRs of `pgolf train`, audit "
                 "it and print the PR title and body."),
