@@ -33,6 +33,7 @@ SAMPLE_TOKENIZER = SAMPLE / "kjv_1024_bpe.model"
 # Named for what it holds: under fineweb10B_sp1024 the audit would judge the validation split by
 # FineWeb's size and fail it; under its own name the audit notes that it cannot judge it.
 DATASET = "kjv_sp1024"
+VOCAB_SIZE = 1024
 # The first chapters of the shuffled corpus, which the tokenizer was not trained on either. Few,
 # so that each seed's evaluations (quantized, sliding windows, test-time training) take seconds.
 VAL_DOCS = 16
@@ -50,7 +51,10 @@ NAME, AUTHOR, GITHUB_ID = "pgolf demo", "pgolf demo", "pgolf-demo"
               help="Training time cap of each seed (the record track's is 600).")
 @click.option("--force", is_flag=True,
               help="Use a non-empty --out, replacing the data/, runs/ and records/ folders there.")
-def demo_command(out: Path, seconds: float, force: bool) -> None:
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where the sample's shards and tokenizer go [default: OUT/data]. An earlier "
+                   "demo's found there are checked and used again, not written again.")
+def demo_command(out: Path, seconds: float, force: bool, data_dir: Path | None) -> None:
     """Run the whole loop on the embedded sample corpus, on CPU, in a few minutes: tokenize it
     into shards, train the tiny preset for seeds 42 and 314, package the two runs into an audited
     non-record records folder, review it, and print a summary.
@@ -65,12 +69,12 @@ def demo_command(out: Path, seconds: float, force: bool) -> None:
     started = time.monotonic()
     click.echo(f"pgolf demo: the sample corpus, {len(SEEDS)} seeds of {seconds:g} s training, "
                f"package, audit and review, into {out}/")
-    dataset, tokenizer = _data(out / "data")
+    dataset, tokenizer = _data(data_dir or out / "data")
     runs = [_train(out / "runs" / f"seed{seed}", seed, seconds, dataset, tokenizer)
             for seed in SEEDS]
     result = _package(runs, out / "records")
     review = _review(result.folder)
-    _summary(result, review, out, runs)
+    _summary(result, review, out, runs, dataset, tokenizer)
     click.echo(f"done in {time.monotonic() - started:.0f} s")
     if result.failed or review.exit_code != 0:
         click.echo(f"pgolf: the audit of {result.folder} is not clean; review.md there says why",
@@ -101,9 +105,20 @@ def _data(root: Path) -> tuple[Path, Path]:
         dataprep,  # numpy and sentencepiece load slowly: only when the demo runs
     )
 
+    from trainer.errors import TrainerError
+
     started = time.monotonic()
     dataset = root / "datasets" / DATASET
     tokenizer = root / "tokenizers" / SAMPLE_TOKENIZER.name
+    if dataset.is_dir() and tokenizer.is_file():  # an earlier demo's: checked, then used again
+        if tokenizer.read_bytes() != SAMPLE_TOKENIZER.read_bytes():
+            raise PgolfError(f"{tokenizer} is not the sample's tokenizer; give another --data-dir")
+        try:
+            summary = dataprep.verify_shards(dataset, VOCAB_SIZE)
+        except TrainerError as exc:
+            raise PgolfError(f"{exc}; remove {dataset} or give another --data-dir") from None
+        _say("data", f"{dataset}: {split_summary(summary)} (checked, used again)")
+        return dataset, tokenizer
     tokenizer.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(SAMPLE_TOKENIZER, tokenizer)
     # One process: the corpus is 4 MB, which a pool of workers takes longer to start than to share.
@@ -171,7 +186,7 @@ def _verdict(report) -> str:
     return "\n".join([head] + finding_lines(sub, " " * 11))
 
 
-def _summary(result, review, out: Path, runs: list[Path]) -> None:
+def _summary(result, review, out: Path, runs: list[Path], dataset: Path, tokenizer: Path) -> None:
     """Each seed's figures and the submission's, as submission.json has them, with the verdict of
     the review's audit (the package's checks and the smoke import); then where everything went."""
     from rich.console import Console
@@ -189,7 +204,8 @@ def _summary(result, review, out: Path, runs: list[Path]) -> None:
     click.echo()
     Console().print(table)
     click.echo()
-    click.echo(f"data:    {out / 'data'}")
+    click.echo(f"data:    {dataset.parent.parent} (another demo uses it again with --data-dir)")
+    click.echo(f"train:   pgolf train --preset tiny --set DATA_PATH={dataset} --set TOKENIZER_PATH={tokenizer}")
     click.echo(f"runs:    {', '.join(str(run) for run in runs)}")
     click.echo(f"records: {result.folder}")
     click.echo(f"review:  {result.folder / 'review.md'}")

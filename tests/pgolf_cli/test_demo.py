@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from audits.submission.logparse import ParsedLog, parse_log
 from pgolf_cli import demo_cmd
+from pgolf_cli.errors import PgolfError
 from pgolf_cli.main import cli
 from pgolf_cli.packaging.settings import changed_settings
 from runfolders import tree
@@ -113,6 +114,19 @@ def test_packaged_script_reruns_its_logs_first_steps(demo, tmp_path):
     expected = unclocked_losses(packaged)
     assert len(expected) == 5  # steps 1 to 5, all far inside the cap's full learning rate
     assert [s.train_loss for s in rerun.steps[:len(expected)]] == expected
+
+
+def test_the_sample_data_is_written_once_then_checked_and_used_again(tmp_path, capsys):
+    root = tmp_path / "data"
+    dataset, tokenizer = demo_cmd._data(root)
+    written = {path: path.stat().st_mtime_ns for path in root.rglob("*")}
+    assert "(checked, used again)" not in capsys.readouterr().out
+    assert demo_cmd._data(root) == (dataset, tokenizer)
+    assert "(checked, used again)" in capsys.readouterr().out
+    assert {path: path.stat().st_mtime_ns for path in root.rglob("*")} == written  # nothing rewritten
+    tokenizer.write_bytes(b"not the sample's")
+    with pytest.raises(PgolfError, match="is not the sample's tokenizer; give another --data-dir"):
+        demo_cmd._data(root)
 
 
 @pytest.mark.parametrize("args, message", [
