@@ -21,6 +21,7 @@ import dataclasses
 import hmac
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -225,7 +226,45 @@ def _authenticated(streams: pipes.Streams, nonce: bytes) -> dict | None:
         report = json.loads(body)
     except ValueError:
         return None
-    return report if isinstance(report, dict) and isinstance(report.get("ok"), bool) else None
+    return report if _well_formed(report) else None
+
+
+def _well_formed(report) -> bool:
+    """Does the report have the shape child.py gives it? The script ran in the same process as
+    the child and may have written it: a field of another type is no report."""
+    def number(v):
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1e9
+    def texts(v):
+        return isinstance(v, list) and all(isinstance(x, str) for x in v)
+    def optional(v, kind):
+        return v is None or isinstance(v, kind) and not isinstance(v, bool)
+    def frame(v):
+        return (isinstance(v, list) and len(v) == 3 and optional(v[0], str) and optional(v[1], int)
+                and isinstance(v[2], str))
+    if not isinstance(report, dict) or not isinstance(report.get("ok"), bool):
+        return False
+    if not (number(report.get("seconds")) and isinstance(report.get("python"), str)
+            and re.fullmatch(r"\d{1,2}\.\d{1,3}(\.\d{1,4})?", report["python"])
+            and texts(report.get("stubbed", []))):
+        return False
+    dims = report.get("dims")
+    if dims is not None and not (isinstance(dims, dict) and
+                                 all(optional(v, (str, int, float)) for v in dims.values())):
+        return False
+    forward = report.get("forward")
+    if forward is not None and not (isinstance(forward, dict) and isinstance(forward.get("ok"), bool)
+                                    and isinstance(forward.get("detail"), str)):
+        return False
+    error = report.get("error")
+    if error is None:
+        return True
+    syntax = error.get("syntax") if isinstance(error, dict) else None
+    return (isinstance(error, dict) and isinstance(error.get("type"), str) and texts(error.get("mro"))
+            and isinstance(error.get("message"), str) and isinstance(error.get("frames"), list)
+            and all(frame(f) for f in error["frames"]) and optional(error.get("stub"), str)
+            and optional(error.get("module"), str) and optional(error.get("errno"), int)
+            and (syntax is None or isinstance(syntax, dict) and optional(syntax.get("file"), str)
+                 and optional(syntax.get("line"), int) and isinstance(syntax.get("text"), str)))
 
 
 def _stop_reason(returncode: int | None, stop: str | None, sandbox: Sandbox, limits: Limits) -> str:

@@ -81,7 +81,7 @@ def _date_ok(value) -> bool:
 def read_claims(text: str) -> Claims:
     claims = Claims(text=text)
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=_parse_int)
     except (json.JSONDecodeError, RecursionError) as exc:
         msg = getattr(exc, "msg", "nesting too deep")
         where = f" (line {exc.lineno}, column {exc.colno})" if hasattr(exc, "lineno") else ""
@@ -99,6 +99,12 @@ def read_claims(text: str) -> Claims:
     claims.track = track if isinstance(track, str) else None
     claims.per_seed = _per_seed(data)
     return claims
+
+
+def _parse_int(digits: str) -> int | float:
+    """A JSON integer; one too long for a float (or for Python's int from text, 4,300 digits) is
+    read as the float it rounds to, infinity, which no claim accepts."""
+    return int(digits) if len(digits) <= 300 else float(digits)
 
 
 def _int(value) -> int | None:

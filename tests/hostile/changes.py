@@ -12,12 +12,14 @@ checkout.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import subprocess
 import sys
 import uuid
+import zlib
 from pathlib import Path
 
 import yaml
@@ -40,20 +42,51 @@ def action_command() -> str:
     return line
 
 
-class Change:
-    """PR 1 of a fresh challenge repository, adding `files` (repository path -> content)."""
+def damaged_blob(repo: Path, claimed: int, body: bytes) -> str:
+    """A loose object in `repo` whose header claims `claimed` bytes around `body`: its id."""
+    oid = hashlib.sha1(b"damaged" + body).hexdigest()
+    path = Path(git(repo, "rev-parse", "--git-dir"))
+    path = (path if path.is_absolute() else repo / path) / "objects" / oid[:2] / oid[2:]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(zlib.compress(b"blob %d\0" % claimed + body))
+    return oid
 
-    def __init__(self, tmp_path: Path, files: dict[str, str | bytes]):
+
+def publish_raw(repo: Path, number: int, files: dict[str, bytes | str]) -> None:
+    """Publish as refs/pull/N/head a commit over main adding `files` (repository path -> bytes, or
+    the id of an object already in the store), written with git fast-import: paths no work tree
+    could hold are fine."""
+    stream = [b"commit refs/pull/%d/head" % number, b"committer t <t@t> 0 +0000", b"data 2", b"pr",
+              b"from " + git(repo, "rev-parse", "main").encode()]
+    for path, content in files.items():
+        if isinstance(content, str):
+            stream.append(b"M 100644 %s %s" % (content.encode(), path.encode()))
+        else:
+            stream += [b"M 100644 inline " + path.encode(), b"data %d" % len(content), content]
+    subprocess.run(["git", "-C", str(repo), "fast-import", "--quiet"], input=b"\n".join(stream) + b"\n",
+                   check=True, capture_output=True, timeout=120)
+
+
+class Change:
+    """PR 1 of a fresh challenge repository, adding `files` (repository path -> content); with
+    `raw`, the PR is written by `publish_raw(upstream, 1, raw(upstream))` instead, and only
+    `review --pr` meets it (a work tree cannot hold it)."""
+
+    def __init__(self, tmp_path: Path, files: dict[str, str | bytes], raw=None):
         self.tmp_path = tmp_path
         upstream = challenge_repo(tmp_path / "upstream")
-        add_pr(upstream, 1, files)
+        if raw is None:
+            add_pr(upstream, 1, files)
+        else:
+            publish_raw(upstream, 1, raw(upstream))
         self.base = git(upstream, "rev-parse", "main")
         self.clone = clone(upstream, tmp_path / "clone")
         self.checkout = tmp_path / "checkout"
         subprocess.run(["git", "clone", "-q", str(upstream), str(self.checkout)], check=True, capture_output=True)
         git(self.checkout, "fetch", "-q", "origin", "refs/pull/1/head")
-        git(self.checkout, "checkout", "-q", "FETCH_HEAD")
-        self.changes = git(self.checkout, "diff", "--name-status", "--no-renames", f"{self.base}...HEAD")
+        if raw is None:
+            git(self.checkout, "checkout", "-q", "FETCH_HEAD")
+        self.changes = git(self.checkout, "diff", "--name-status", "--no-renames", f"{self.base}...FETCH_HEAD")
         self.token = f"sekrit-token-{uuid.uuid4().hex}"
         self.file_secret = f"sekrit-file-{uuid.uuid4().hex}"
         self.home = tmp_path / "home"

@@ -8,7 +8,7 @@ import json
 import shutil
 
 import pytest
-from changes import COMMANDS, FOLDER, Change, verdict, waived
+from changes import COMMANDS, FOLDER, Change, damaged_blob, verdict, waived
 from support import good_folder_files
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -62,3 +62,42 @@ def test_a_log_line_built_to_backtrack_does_not_stall_the_audit(tmp_path):
         done = change.run(command, "--no-smoke")
         assert done.returncode in (0, 1), (command, done.stderr)
         assert "AUDIT_TIME_LIMIT" not in done.stdout, command
+
+
+def test_a_pr_folder_2500_directories_deep_is_a_finding(tmp_path):
+    """A path 2,500 directories deep in the PR's folder: written out as deep as the audit reads,
+    and reported; before, laying it out was an internal error."""
+    deep = f"{FOLDER}/" + "d/" * 2500 + "x.py"
+    files = {path: text.encode() for path, text in folder().items()}
+    change = Change(tmp_path, {}, raw=lambda upstream: {**files, deep: b"x = 1\n"})
+    done = change.run("review --pr", "--no-smoke")
+    assert done.returncode in (0, 1), done.stderr
+    assert "deeper than 8 levels" in done.stdout
+
+
+def test_a_blob_claiming_more_than_it_holds_does_not_hang_review(tmp_path):
+    """A damaged object in the clone: its header claims 100,000 bytes, its body holds 5. git
+    cat-file sends the 5 and waits for the next request: the review stops waiting, says so in one
+    line, and leaves no git process behind."""
+    files = {path: text.encode() for path, text in folder().items()}
+    change = Change(tmp_path, {}, raw=lambda upstream: {
+        **files, f"{FOLDER}/notes.txt": damaged_blob(upstream, 100_000, b"short")})
+    done = change.run("review --pr", "--no-smoke")
+    assert done.returncode == 2 and "git cat-file: no answer" in done.stderr, done.stderr
+
+
+def test_numbers_and_nesting_beyond_the_parsers_limits_are_findings(tmp_path):
+    """submission.json holding a 5,000-digit integer, and pyproject.toml files nested 400,000
+    deep in the folder and at the root: each was an internal error (exit 2, no report)."""
+    claims = json.loads(good_folder_files()["submission.json"])
+    text = json.dumps(claims)[:-1] + ', "val_bpb": ' + "9" * 5000 + ', "bytes_total": ' + "9" * 400 + "}"
+    deep = "x = " + "[" * 400_000 + "]" * 400_000 + "\n"
+    change = Change(tmp_path, {**folder(**{"submission.json": text, "pyproject.toml": deep}),
+                               "pyproject.toml": deep})
+    for command in COMMANDS:
+        done = change.run(command, "--no-smoke")
+        if command == "audit":  # the author's own audit reads the root's pyproject.toml: one line
+            assert done.returncode == 2 and "nested too deep" in done.stderr, done.stderr
+            continue
+        assert done.returncode in (0, 1), (command, done.stderr)
+        assert "SUBMISSION_JSON_INVALID" in done.stdout, command

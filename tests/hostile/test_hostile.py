@@ -128,6 +128,11 @@ def test_environments_and_home_files_are_out_of_reach(tmp_path):
     assert "RuntimeError: found:" in smoke_message(findings)
 
 
+def test_a_report_with_the_nonce_and_wrongly_typed_fields_is_no_report(tmp_path):
+    run, findings, review = audit_and_review(tmp_path, "typed_report")
+    assert "stopped by the process ending with status 0 without a valid report" in smoke_message(findings)
+
+
 def test_a_3000_deep_unwritable_tree_is_cleaned_up(tmp_path):
     run, findings, review = audit_and_review(tmp_path, "deep_tree")
     assert "SMOKE_TEST_PASS" in smoke_message(findings)
