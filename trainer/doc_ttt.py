@@ -16,6 +16,8 @@ The technique of PRs #1530, #1610, #1855 and #1953, in this order:
   phases     after each of the first TTT_PHASES groups, the whole model takes SGD steps
              (trainer/ttt.py's train_on_chunk, TTT_LR on a cosine over TTT_CHUNK_TOKENS chunks)
              on the stream up to the end of that group: every one of those positions is scored.
+             A stream of fewer than TTT_PHASE_DOCS documents skips the phases after which no
+             document is left.
 Why it is legal (#1017 C1, C3, C4): a document's scores depend on its own earlier tokens, on
 adapters trained on its own already-scored chunks, and on base weights trained on whole groups
 scored before its group began, all of which lie before it in the stream. So a change to a token
@@ -70,6 +72,24 @@ def doc_batches(group: list[Doc], batch_docs: int) -> list[list[Doc]]:
     return [ordered[i:i + batch_docs] for i in range(0, len(ordered), batch_docs)]
 
 
+# Windows are padded after their last token to a multiple of this width (at most EVAL_SEQ_LEN),
+# so the pass meets a bounded set of shapes, all of which warm_up compiles before the evaluation.
+WIDTH_STEP = 128
+
+
+def window_width(c: int, chunk: int, seq_len: int) -> tuple[int, int]:
+    """(tokens, padded width) of the window of the chunk starting at position c of a document:
+    both follow from c alone, never from the tokens."""
+    width = min(seq_len, c + chunk)
+    return width, min(seq_len, -(-width // WIDTH_STEP) * WIDTH_STEP)
+
+
+def batch_work(longest: int, chunk: int, seq_len: int) -> int:
+    """Window positions per row of a batch whose longest document has `longest` positions:
+    every step's padded width, summed."""
+    return sum(window_width(c, chunk, seq_len)[1] for c in range(0, longest, chunk))
+
+
 def adapt_batch(model: nn.Module, adapters: DocAdapters, tokens: Tensor, docs: list[Doc],
                 tally: Tally, target_bytes: TargetBytes, *, seq_len: int, chunk: int, lr: float,
                 logits_fn=None, trace: Trace | None = None) -> None:
@@ -89,16 +109,19 @@ def adapt_batch(model: nn.Module, adapters: DocAdapters, tokens: Tensor, docs: l
     longest = max(hi - lo for lo, hi in docs)
     for c in range(0, longest, chunk):
         # The window: the document's tokens up to the chunk's end, at most seq_len of them;
-        # past the document's end, padding (never the next document).
-        width = min(seq_len, c + chunk)
-        pos = starts[:, None] + (c + chunk - width) + torch.arange(width, device=device)
-        inside = pos < ends[:, None]
-        target_pos = (pos[:, -chunk:] + 1).clamp(max=tokens.numel() - 1)
+        # past the document's end, and after the window's last token, padding (never the next
+        # document; attention is causal, so padding after a token never reaches its score).
+        width, padded = window_width(c, chunk, seq_len)
+        cols = torch.arange(padded, device=device)
+        pos = starts[:, None] + (c + chunk - width) + cols
+        inside = (cols < width) & (pos < ends[:, None])
+        keep = cols[width - chunk:width]
+        target_pos = (pos[:, keep] + 1).clamp(max=tokens.numel() - 1)
         x = torch.where(inside, tokens[pos.clamp(max=tokens.numel() - 2)], 0)
-        scored = inside[:, -chunk:]
-        x_c, y_c = x[:, -chunk:], torch.where(scored, tokens[target_pos], 0)
+        scored = inside[:, keep]
+        x_c, y_c = x[:, keep], torch.where(scored, tokens[target_pos], 0)
         with autocast(device):
-            logits = logits_fn(x, adapters, last=chunk)
+            logits = logits_fn(x, adapters, keep)
         nll = F.cross_entropy(logits.flatten(0, 1).float(), y_c.flatten(), reduction="none")
         nll = nll.view_as(y_c)
         # 1. Score the chunk: these losses come from adapters trained on earlier chunks only.
@@ -106,7 +129,7 @@ def adapt_batch(model: nn.Module, adapters: DocAdapters, tokens: Tensor, docs: l
         tally.tokens += scored.sum()
         tally.bytes += torch.where(scored, target_bytes(x_c, y_c, target_pos), 0).sum()
         if EXTRAS and trace is not None:
-            _record_chunk(trace, logits, nll.detach(), pos[:, -chunk:], scored, pos[:, 0], ends)
+            _record_chunk(trace, logits, nll.detach(), pos[:, keep], scored, pos[:, 0], ends)
         # 2. Then train each document's adapters on the chunk just scored, unless it was the
         # document's last.
         more = ends - starts > c + chunk
@@ -114,6 +137,37 @@ def adapt_batch(model: nn.Module, adapters: DocAdapters, tokens: Tensor, docs: l
             opt.zero_grad(set_to_none=True)
             (nll.mean(1) * more).sum().backward()
             opt.step()
+
+
+def warm_up(model: nn.Module, adapters: DocAdapters, *, seq_len: int, chunk: int, lr: float,
+            logits_fn) -> None:
+    """Run `logits_fn` at every shape the pass can meet, on random tokens (no validation data),
+    so that its compiles (the graph's, the attention kernels') all happen here, before the
+    evaluation's timer: one batch whose first document runs to every window width."""
+    device = next(model.parameters()).device
+    tokens = torch.randint(2, model.tok_emb.num_embeddings, (seq_len + chunk + 1,),
+                           generator=torch.Generator().manual_seed(0)).to(device)
+    tokens[0] = BOS_ID
+    model.eval()
+    for p in model.parameters():  # as inside the pass: the compiled graph guards on these
+        p.requires_grad_(False)
+    adapt_batch(model, adapters, tokens, [(0, seq_len + chunk)], Tally.zeros(device),
+                lambda prev, tgt, pos: torch.ones_like(tgt), seq_len=seq_len, chunk=chunk,
+                lr=lr, logits_fn=logits_fn)
+    for p in model.parameters():
+        p.requires_grad_(True)
+
+
+def deal(batches: list[list[Doc]], ranks: int, *, chunk: int, seq_len: int) -> list[list[list[Doc]]]:
+    """Each rank's batches: the heaviest batch (by batch_work) first, each to the rank with the
+    least work so far, so that the ranks end a group together (the SGD phase waits for all)."""
+    shares, load = [[] for _ in range(ranks)], [0] * ranks
+    work = [batch_work(max(hi - lo for lo, hi in b), chunk, seq_len) for b in batches]
+    for i in sorted(range(len(batches)), key=lambda i: -work[i]):  # stable: ties keep their order
+        r = min(range(ranks), key=lambda r: load[r])
+        shares[r].append(batches[i])
+        load[r] += work[i]
+    return shares
 
 
 def _record_chunk(trace: Trace, logits: Tensor, nll: Tensor, pos: Tensor, scored: Tensor,
@@ -154,9 +208,11 @@ def sgd_phase(model: nn.Module, tokens: Tensor, hi: int, *, seq_len: int, chunk_
 def eval_doc_ttt(model: nn.Module, tokens: Tensor, target_bytes: TargetBytes, *, seq_len: int,
                  chunk: int, batch_docs: int, lora_rank: int, lr: float, phases: int, phase_docs: int,
                  sgd: dict, log: Callable[[str], None], logits_fn=None,
+                 adapters: DocAdapters | None = None,
                  trace: Trace | None = None) -> tuple[float, float]:
     """(val_loss, val_bpb) of per-document LoRA TTT with phased global SGD over the whole stream
-    (`sgd`: sgd_phase's settings; `logits_fn`: adapt_batch's). Modifies `model` in place."""
+    (`sgd`: sgd_phase's settings; `logits_fn`: adapt_batch's; `adapters`: the batch_docs x
+    lora_rank set warm_up ran, else a new one). Modifies `model` in place."""
     check_length(tokens.numel(), seq_len)
     groups = phase_groups(documents(tokens), phases, phase_docs)
     me, size = rank_and_world()
@@ -164,18 +220,19 @@ def eval_doc_ttt(model: nn.Module, tokens: Tensor, target_bytes: TargetBytes, *,
     log(f"ttt_lora:start docs={sum(map(len, groups))} groups={len(groups)} rank={lora_rank} lr={lr} "
         f"chunk={chunk} batch_docs={batch_docs} phases={phases} phase_docs={phase_docs}")
     t0 = time.perf_counter()
-    adapters = DocAdapters(model, batch_docs, lora_rank, tokens.device)
+    if adapters is None:
+        adapters = DocAdapters(model, batch_docs, lora_rank, tokens.device)
     for gi, group in enumerate(groups):
         model.eval()
         for p in model.parameters():  # the base stays fixed inside a group
             p.requires_grad_(False)
         batches = doc_batches(group, batch_docs)
-        for batch in batches[me::size]:  # round robin: every rank gets long and short ones
+        for batch in deal(batches, size, chunk=chunk, seq_len=seq_len)[me]:
             adapt_batch(model, adapters, tokens, batch, tally, target_bytes, seq_len=seq_len,
                         chunk=chunk, lr=lr, logits_fn=logits_fn, trace=trace)
         log(f"ttt_lora:group {gi + 1}/{len(groups)} docs={len(group)} batches={len(batches)} "
             f"time:{time.perf_counter() - t0:.1f}s")
-        if gi < len(groups) - 1 and group:
+        if group and any(groups[gi + 1:]):  # a phase only where documents are left to score
             sgd_phase(model, tokens, group[-1][1], seq_len=seq_len, trace=trace, **sgd)
             log(f"ttt_lora:sgd {gi + 1}/{phases} positions=0..{group[-1][1] - 1} "
                 f"time:{time.perf_counter() - t0:.1f}s")

@@ -52,10 +52,10 @@ def _segment_bounds_fake(input_ids):
     return input_ids.new_empty(torch.library.get_ctx().new_dynamic_size(min=2), dtype=torch.int32)
 
 
-# FA4 compiles a varlen kernel for each set of choices its `max_seqlen` implies (tiles, splits):
-# LoRA TTT's windows widen a chunk at a time through dozens of widths, each a compile of seconds.
-# A bound rounded up to a multiple of this takes a handful; the 2,048 and 2,560 windows of
-# training and evaluation keep theirs. A larger bound is still a bound.
+# FA4 compiles a varlen kernel for each set of choices its `max_seqlen` implies (tiles, splits),
+# each a compile of seconds: a bound rounded up to a multiple of this takes a handful of values
+# where windows of many widths would take dozens; the 2,048 and 2,560 windows of training and
+# evaluation keep theirs. A larger bound is still a bound.
 SEQLEN_BUCKET = 512
 
 

@@ -67,17 +67,18 @@ class Rotary(nn.Module):
         self.register_buffer("sin", sin, persistent=False)
 
     def forward(self, seq_len: int, device: torch.device,
-                any_width: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        """The tables for `seq_len` positions. `any_width`: from the formula at every width, with
-        no branch on it, for a pass compiled once for windows of every width (LoRA TTT's): the
-        branch would split its graph in two, each a compile of the whole model."""
-        if any_width:
-            return self._stretched(seq_len, torch.sym_max(seq_len, self.train_seq_len), device)
+                span: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The tables for `seq_len` positions. `span` (a 0-dim tensor): the positions the base is
+        stretched for, from the formula with no branch on the width (LoRA TTT's pass, compiled
+        once for windows of every width, padded past their tokens: the branch would split its
+        graph in two, each a compile of the whole model)."""
+        if span is not None:
+            return self._stretched(seq_len, span.clamp(min=self.train_seq_len), device)
         if seq_len <= self.train_seq_len:
             return self.cos[:, :seq_len], self.sin[:, :seq_len]
-        return self._stretched(seq_len, seq_len, device)
+        return self._stretched(seq_len, torch.full((), seq_len, device=device), device)
 
-    def _stretched(self, seq_len: int, span: int, device: torch.device,
+    def _stretched(self, seq_len: int, span: torch.Tensor, device: torch.device,
                    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Tables with the base stretched for `span` positions (NTK-aware scaling, as the records'
         Rotary past the training length); unstretched where span is train_seq_len."""
@@ -87,8 +88,7 @@ class Rotary(nn.Module):
         # attribute 'size'") when it compiles the pass's backward.
         base = torch.full((), self.base, dtype=torch.float32, device=device)
         if rd > 2:
-            base = base * (torch.full((), span, dtype=torch.float32, device=device)
-                           / self.train_seq_len) ** (rd / (rd - 2))
+            base = base * (span.float() / self.train_seq_len) ** (rd / (rd - 2))
         inv_freq = 1.0 / base ** (torch.arange(0, rd, 2, dtype=torch.float32, device=device) / rd)
         return rope_tables(seq_len, inv_freq)
 
@@ -332,11 +332,12 @@ class GPT(nn.Module):
             block.mlp.fused = kernel == "quack"
 
     def forward_logits(self, input_ids: torch.Tensor, adapters: nn.Module | None = None,
-                       last: int = 0) -> torch.Tensor:
+                       keep: torch.Tensor | None = None) -> torch.Tensor:
         """input_ids (B, T) -> float32 logits (B, T, V), after the softcap. Test-time training's
-        per-document `adapters` (trainer/lora.py) join in, one document per row; `last` > 0 keeps
-        the logits of the last positions only (the head is the widest matrix)."""
-        logits = self._logits(input_ids, adapters, last)
+        per-document `adapters` (trainer/lora.py) join in, one document per row, with `keep`:
+        the window positions whose logits are returned (the head is the widest matrix), the
+        last of them the window's last token; positions after it are padding."""
+        logits = self._logits(input_ids, adapters, keep)
         return (self.logit_softcap * torch.tanh(logits / self.logit_softcap)).float()
 
     @property
@@ -354,7 +355,7 @@ class GPT(nn.Module):
         return softcapped_cross_entropy(logits.flatten(0, 1), target_ids.flatten(), self.logit_softcap)
 
     def _logits(self, input_ids: torch.Tensor, adapters: nn.Module | None = None,
-                last: int = 0, bounds: torch.Tensor | None = None) -> torch.Tensor:
+                keep: torch.Tensor | None = None, bounds: torch.Tensor | None = None) -> torch.Tensor:
         """Logits before the softcap, in the compute dtype: bf16 under autocast, as the records'
         bf16 model, so the (B, T, V) tensor, the largest of the step, is never held in fp32."""
         x = self.tok_emb(input_ids)
@@ -368,13 +369,16 @@ class GPT(nn.Module):
         x0 = x
         # Tables in the stream's dtype (q's and k's), as the records: fp32 tables would make the
         # rotation of every q and k element an fp32 round trip in both passes. With adapters this
-        # is LoRA TTT's pass, compiled once for windows of every width (trainer/scoring.py).
-        rope = tuple(t.to(x.dtype) for t in self.rotary(input_ids.size(1), input_ids.device,
-                                                           any_width=adapters is not None))
+        # is LoRA TTT's pass, compiled once for windows of every width (trainer/scoring.py): the
+        # base is stretched for the window's tokens, not its padding.
+        span = None if adapters is None else keep[-1] + 1
+        rope = tuple(t.to(x.dtype) for t in self.rotary(input_ids.size(1), input_ids.device, span))
         encoder, decoder = ((self.encoder_indices, self.decoder_indices) if self.looping_active
                             else self.plain_indices)
         segments = None
-        if self.doc_mask:
+        # A window of LoRA TTT holds one document's tokens (then padding): no mask to find, and
+        # dense attention, with no host sync for the bounds.
+        if self.doc_mask and adapters is None:
             segments = bounds if bounds is not None else document_segments(input_ids, self.attn_backend)
         lora = [None] * (len(encoder) + len(decoder)) if adapters is None else adapters.layers
         skips = []
@@ -399,10 +403,8 @@ class GPT(nn.Module):
                                             self.lane_resid[i], self.lane_post[i])
         if lanes is not None:
             x = 0.5 * (lanes[0] + lanes[1])
-        if last:
-            # A copy, not the view x[:, -last:]: the view is contiguous only where last is the
-            # window's width (a document's first chunk), and a compiled graph splits on that.
-            x = x.index_select(1, torch.arange(x.size(1) - last, x.size(1), device=x.device))
+        if keep is not None:
+            x = x.index_select(1, keep)
         x = self.final_norm(x)
         head = self.tok_emb.weight if self.lm_head is None else self.lm_head.weight
         logits = F.linear(x, head.to(x.dtype))

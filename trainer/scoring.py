@@ -7,8 +7,10 @@ with 8 decimals (the records' lines, which `pgolf audit` reads):
   quantized_ttt              score-first test-time training (TTT_ENABLED): of the whole model
                              on the stream (TTT_MODE=sgd) or per-document LoRA with phased
                              global SGD (TTT_MODE=lora).
-One timer covers the artifact's roundtrip, every phase and every compilation:
-`total_eval_time:X.Xs` is the whole evaluation, not a sum of selected parts.
+One timer covers the artifact's roundtrip, every phase and every compilation but one:
+`total_eval_time:X.Xs` is the whole evaluation, not a sum of selected parts. The exception is
+LoRA TTT's compiled pass, warmed on random tokens before the timer starts (`ttt_lora:warmup`), as
+the records warm theirs.
 After it, outside the timer, `pruning_cost` says what fitting the cap cost when levels were pruned.
 """
 
@@ -24,7 +26,8 @@ from torch import Tensor, nn
 
 from trainer.compress import read_artifact
 from trainer.distributed import REFERENCE_WORLD_SIZE, rank_and_world, synchronize
-from trainer.doc_ttt import eval_doc_ttt
+from trainer.doc_ttt import eval_doc_ttt, warm_up
+from trainer.lora import DocAdapters
 from trainer.lqer import fold_corrections
 from trainer.quant import dequantize_state_dict
 from trainer.sliding import TargetBytes, Trace, check_length, eval_stream
@@ -54,6 +57,7 @@ def evaluate_artifact(cfg, model: nn.Module, artifact_path: Path, val_tokens: Te
     traces = traces or {}
     device = val_tokens.device
     check_length(val_tokens.numel(), cfg.eval_seq_len)
+    lora = _lora_pass(cfg, model, device, log) if cfg.ttt_enabled and cfg.ttt_mode == "lora" else None
     t_start = _clock(device)
     _load(cfg, model, artifact_path)
     log(f"roundtrip:loaded {artifact_path.name} (decompress, dequantize, load) in "
@@ -72,7 +76,7 @@ def evaluate_artifact(cfg, model: nn.Module, artifact_path: Path, val_tokens: Te
         figures[name] = _metric(log, name, loss, bpb, _clock(device) - t0)
     if cfg.ttt_enabled:
         figures.update(_ttt_phase(cfg, model, val_tokens, target_bytes, logits_fn, batch_windows, log,
-                                  traces.get("quantized_ttt")))
+                                  traces.get("quantized_ttt"), lora))
     total = _clock(device) - t_start
     log(f"total_eval_time:{total:.1f}s")
     figures["total_eval_seconds"] = total
@@ -108,8 +112,22 @@ def _load(cfg, model: nn.Module, artifact_path: Path) -> None:
 # (their count depends on the data) and recompiles the rest for every new count, about 24 s
 # per batch on an H200 with DOC_MASK=1 (docs/trainer.md).
 SCORING_COMPILE = dict(dynamic=False, fullgraph=True)
-# LoRA TTT's windows widen by a chunk per step up to EVAL_SEQ_LEN: one graph takes every width.
+# LoRA TTT's windows widen by a chunk per step up to EVAL_SEQ_LEN, padded to a bounded set of
+# widths (trainer.doc_ttt.window_width): one graph takes every width.
 LORA_TTT_COMPILE = dict(dynamic=True, fullgraph=True)
+
+
+def _lora_pass(cfg, model: nn.Module, device: torch.device, log) -> tuple:
+    """(logits_fn, adapters) of LoRA TTT's pass; compiled, it is warmed here at every shape it
+    will meet (trainer.doc_ttt.warm_up, random tokens), before the evaluation's timer."""
+    adapters = DocAdapters(model, cfg.ttt_lora_batch_docs, cfg.ttt_lora_rank, device)
+    logits_fn = _scoring_fn(model, device, cfg.compile, LORA_TTT_COMPILE)
+    if device.type == "cuda" and cfg.compile:  # as _scoring_fn: compiled
+        t0 = _clock(device)
+        warm_up(model, adapters, seq_len=cfg.eval_seq_len, chunk=cfg.ttt_lora_chunk_tokens,
+                lr=cfg.ttt_lora_lr, logits_fn=logits_fn)
+        log(f"ttt_lora:warmup {_clock(device) - t0:.1f}s (random tokens, before the evaluation timer)")
+    return logits_fn, adapters
 
 
 def _scoring_fn(model: nn.Module, device: torch.device, compile_model: bool,
@@ -124,7 +142,8 @@ def _scoring_fn(model: nn.Module, device: torch.device, compile_model: bool,
     return torch.compile(model.forward_logits, **options)
 
 
-def _ttt_phase(cfg, model, val_tokens, target_bytes, logits_fn, batch_windows, log, trace) -> dict:
+def _ttt_phase(cfg, model, val_tokens, target_bytes, logits_fn, batch_windows, log, trace,
+               lora: tuple | None) -> dict:
     device = val_tokens.device
     t0 = _clock(device)
     if cfg.ttt_mode == "lora":
@@ -136,8 +155,7 @@ def _ttt_phase(cfg, model, val_tokens, target_bytes, logits_fn, batch_windows, l
                                  batch_docs=cfg.ttt_lora_batch_docs, lora_rank=cfg.ttt_lora_rank,
                                  lr=cfg.ttt_lora_lr, phases=cfg.ttt_phases,
                                  phase_docs=cfg.ttt_phase_docs, sgd=sgd, log=log,
-                                 logits_fn=_scoring_fn(model, device, cfg.compile, LORA_TTT_COMPILE),
-                                 trace=trace)
+                                 logits_fn=lora[0], adapters=lora[1], trace=trace)
         return {"quantized_ttt": _metric(log, "quantized_ttt", loss, bpb, _clock(device) - t0)}
     loss, bpb = eval_ttt(model, val_tokens, target_bytes, seq_len=cfg.eval_seq_len,
                          stride=cfg.eval_stride, batch_windows=batch_windows,

@@ -253,3 +253,102 @@ def test_the_compiled_adapter_pass_keeps_its_one_graph_through_the_sgd_phases():
                          logits_fn=logits_fn)
     assert sum(line.startswith("ttt_lora:sgd") for line in lines) == 2
     assert len(graphs) == 1
+
+
+def test_padding_after_the_window_changes_neither_logits_nor_gradients():
+    """A window padded after its last token gives its kept positions the logits, and its
+    adapters the gradients, of the window alone: attention is causal, and the rotary base is
+    stretched for the tokens (20, past the rotary length of 16 here), not the padding."""
+    cfg = load_config(env={}, overrides={"PRESET": "tiny", "ROPE_TRAIN_SEQ_LEN": "16"})
+    torch.manual_seed(0)
+    model = GPT(cfg)
+    model.looping_active = True
+    for p in model.parameters():
+        if p.ndim == 2:
+            torch.nn.init.normal_(p, std=0.2)
+        p.requires_grad_(False)
+    adapters = DocAdapters(model, 2, 4, torch.device("cpu"))
+    for p in adapters.parameters():
+        torch.nn.init.normal_(p, std=0.1)
+    x = torch.randint(2, 1024, (2, 20), generator=torch.Generator().manual_seed(3))
+    keep = torch.arange(12, 20)
+    results = []
+    for window in (x, torch.cat((x, torch.zeros(2, 12, dtype=x.dtype)), 1)):
+        logits = model.forward_logits(window, adapters, keep)
+        grads = torch.autograd.grad(logits.logsumexp(-1).sum(), list(adapters.parameters()))
+        results.append((logits, grads))
+    (plain, plain_grads), (padded, padded_grads) = results
+    assert torch.allclose(padded, plain, atol=1e-4)
+    for a, b in zip(padded_grads, plain_grads):
+        assert torch.allclose(a, b, rtol=1e-3, atol=1e-4 * b.abs().max())
+
+
+def test_a_padded_pass_scores_every_position_once_before_its_step(monkeypatch):
+    """The pass with windows padded to a multiple of WIDTH_STEP: every position scored once and
+    the probe's order holds; with the adapters at a zero rate the scores are the unpadded
+    pass's to rounding (a step's sign-like first Adam update turns rounding into visible
+    differences on this random model, so the rate is zero here; the gradients are checked
+    above)."""
+    model, tokens = _model(), _tokens()
+    docs = doc_ttt.documents(tokens)
+    monkeypatch.setattr(doc_ttt, "WIDTH_STEP", 1)
+    plain = _adapt(model, tokens, [docs], lr=0.0)
+    monkeypatch.setattr(doc_ttt, "WIDTH_STEP", 32)
+    assert torch.allclose(_adapt(model, tokens, [docs], lr=0.0).nll, plain.nll, atol=1e-3)
+    padded = _adapt(model, tokens, [docs])
+    assert (padded.times_scored == 1).all()
+    assert [r.ok for r in probe.check_once("lora", padded)] == [True]
+
+
+def test_after_the_warm_up_the_pass_compiles_nothing(monkeypatch):
+    """warm_up meets every shape the pass can (on random tokens): then the whole evaluation,
+    documents of every length and the SGD phases between groups, adds no graph, and its windows
+    take a bounded set of widths, those of window_width."""
+    monkeypatch.setattr(doc_ttt, "WIDTH_STEP", 16)
+    model, compiled, graphs = _counted_compile()
+    shapes = []
+
+    def logits_fn(x, adapters, keep):
+        shapes.append(tuple(x.shape))
+        return compiled(x, adapters, keep)
+    adapters = DocAdapters(model, 3, 4, torch.device("cpu"))
+    doc_ttt.warm_up(model, adapters, seq_len=64, chunk=8, lr=1e-2, logits_fn=logits_fn)
+    warmed, compiles = set(shapes), len(graphs)
+    assert warmed == {(3, w) for w in (16, 32, 48, 64)}
+    tokens = _tokens(n=400, doc_every=70)
+    tokens[[150, 153, 300]] = BOS_ID  # a 3-token document, and documents of other lengths
+    shapes.clear()
+    lines = []
+    doc_ttt.eval_doc_ttt(model, tokens, _ones, seq_len=64, chunk=8, batch_docs=3, lora_rank=4,
+                         lr=1e-2, phases=2, phase_docs=4, sgd=SGD, log=lines.append,
+                         logits_fn=logits_fn, adapters=adapters)
+    assert sum(line.startswith("ttt_lora:sgd") for line in lines) == 2
+    assert set(shapes) == warmed and len(graphs) == compiles
+
+
+def test_batches_are_dealt_so_ranks_end_together():
+    """Heaviest first, each to the rank with the least work: where round robin gave the first
+    rank the longest batch of every round, the ranks' work differs by at most one batch's."""
+    lengths = [900, 800, 700, 300, 250, 200, 100, 50, 40, 30]
+    batches = [[(0, n)] for n in lengths]
+    shares = doc_ttt.deal(batches, 3, chunk=48, seq_len=256)
+    work = [sum(doc_ttt.batch_work(b[0][1], 48, 256) for b in share) for share in shares]
+    assert sorted(b for share in shares for b in share) == sorted(batches)
+    assert max(work) - min(work) <= doc_ttt.batch_work(max(lengths), 48, 256)
+    round_robin = [sum(doc_ttt.batch_work(b[0][1], 48, 256) for b in batches[r::3]) for r in range(3)]
+    assert max(work) - min(work) < max(round_robin) - min(round_robin)
+    assert doc_ttt.deal(batches, 1, chunk=48, seq_len=256) == [batches]  # longest first
+    # A batch's work: padded widths per step (48 -> 128, 96 -> 128, then the cap of 256).
+    assert doc_ttt.batch_work(150, 48, 256) == 128 + 128 + 256 + 256
+
+
+def test_no_sgd_phase_once_no_document_is_left_to_score():
+    """A stream shorter than TTT_PHASE_DOCS: its last documents end in a phase group, and the
+    SGD phase after it, which no score would read, is skipped."""
+    tokens = _tokens()  # 9 documents: with 10 phase documents in 2 phases, groups of 5 and 4
+    lines = []
+    doc_ttt.eval_doc_ttt(_model(), tokens, _ones, seq_len=32, chunk=8, batch_docs=3,
+                         lora_rank=4, lr=1e-2, phases=2, phase_docs=10, sgd=SGD,
+                         log=lines.append)
+    assert [line.split()[0] + " " + line.split()[1] for line in lines[1:]] == [
+        "ttt_lora:group 1/3", "ttt_lora:sgd 1/2", "ttt_lora:group 2/3", "ttt_lora:group 3/3"]

@@ -256,10 +256,15 @@ def test_rotary_tables_are_built_once_and_stretched_past_the_training_length():
 
 @pytest.mark.parametrize("width", [1, 48, 64, 100, 128])
 def test_rotary_tables_for_any_width_are_the_tables(width):
-    rotary = Rotary(rope_dims=16, base=10000.0, train_seq_len=64)
-    formula = rotary(width, torch.device("cpu"), any_width=True)
-    for got, want in zip(formula, rotary(width, torch.device("cpu"))):
+    """The formula's tables with the span given as a tensor (LoRA TTT's pass) are the tables,
+    cached or stretched; a padded window's span is its tokens, not its padded width."""
+    rotary, cpu = Rotary(rope_dims=16, base=10000.0, train_seq_len=64), torch.device("cpu")
+    formula = rotary(width, cpu, span=torch.tensor(width))
+    for got, want in zip(formula, rotary(width, cpu)):
         assert torch.equal(got, want)
+    padded = rotary(width + 64, cpu, span=torch.tensor(width))
+    for got, want in zip(padded, rotary(width, cpu)):
+        assert torch.equal(got[:, :width], want)
 
 
 def test_partial_rope_rotates_only_its_dims_and_keeps_norms():
