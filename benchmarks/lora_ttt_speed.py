@@ -13,7 +13,7 @@ as the real run's. With --val-shard, that validation stream as the trainer cuts 
 frontier preset with TTT_MODE=lora (the settings a `frontier+lora_ttt` run evaluates with).
 It prints the work of the adapter pass per phase group (rows x padded window width summed over
 its steps; --count-only stops there, on the CPU), then warms the pass at every shape it meets
-(`trainer.doc_ttt.warm_up`, as the trainer does before its evaluation timer; with --compile the
+(`trainer.doc_ttt.warm_lora_pass`, as the trainer does before its evaluation timer; with --compile the
 pass's graph too, trainer.scoring.LORA_TTT_COMPILE) and runs it once, timing each: seconds,
 window tokens per second, peak GPU memory. The pass logs each group's and SGD phase's end.
 The 8-GPU evaluation takes about as long as its 6,250-document share (ranks work in parallel;
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> None:
 def time_pass(cfg, tokens, phase_docs: int, work: int, *, compiled: bool) -> None:
     import torch
 
-    from trainer.doc_ttt import eval_doc_ttt, warm_up
+    from trainer.doc_ttt import eval_doc_ttt, warm_lora_pass
     from trainer.lora import DocAdapters
     from trainer.model import build_model
     from trainer.scoring import LORA_TTT_COMPILE
@@ -104,7 +104,7 @@ def time_pass(cfg, tokens, phase_docs: int, work: int, *, compiled: bool) -> Non
     adapters = DocAdapters(model, cfg.ttt_lora_batch_docs, cfg.ttt_lora_rank, device)
     torch.cuda.synchronize()
     t0 = time.perf_counter()
-    warm_up(model, adapters, seq_len=cfg.eval_seq_len, chunk=cfg.ttt_lora_chunk_tokens,
+    warm_lora_pass(model, adapters, seq_len=cfg.eval_seq_len, chunk=cfg.ttt_lora_chunk_tokens,
             lr=cfg.ttt_lora_lr, logits_fn=logits_fn or model.forward_logits)
     torch.cuda.synchronize()
     print(f"lora_ttt warmup seconds:{time.perf_counter() - t0:.1f}", flush=True)

@@ -73,7 +73,8 @@ def doc_batches(group: list[Doc], batch_docs: int) -> list[list[Doc]]:
 
 
 # Windows are padded after their last token to a multiple of this width (at most EVAL_SEQ_LEN),
-# so the pass meets a bounded set of shapes, all of which warm_up compiles before the evaluation.
+# so the pass meets a bounded set of shapes, all of which warm_lora_pass compiles before the
+# evaluation.
 WIDTH_STEP = 128
 
 
@@ -139,7 +140,7 @@ def adapt_batch(model: nn.Module, adapters: DocAdapters, tokens: Tensor, docs: l
             opt.step()
 
 
-def warm_up(model: nn.Module, adapters: DocAdapters, *, seq_len: int, chunk: int, lr: float,
+def warm_lora_pass(model: nn.Module, adapters: DocAdapters, *, seq_len: int, chunk: int, lr: float,
             logits_fn) -> None:
     """Run `logits_fn` at every shape the pass can meet, on random tokens (no validation data),
     so that its compiles (the graph's, the attention kernels') all happen here, before the
@@ -212,7 +213,7 @@ def eval_doc_ttt(model: nn.Module, tokens: Tensor, target_bytes: TargetBytes, *,
                  trace: Trace | None = None) -> tuple[float, float]:
     """(val_loss, val_bpb) of per-document LoRA TTT with phased global SGD over the whole stream
     (`sgd`: sgd_phase's settings; `logits_fn`: adapt_batch's; `adapters`: the batch_docs x
-    lora_rank set warm_up ran, else a new one). Modifies `model` in place."""
+    lora_rank set warm_lora_pass ran, else a new one). Modifies `model` in place."""
     check_length(tokens.numel(), seq_len)
     groups = phase_groups(documents(tokens), phases, phase_docs)
     me, size = rank_and_world()

@@ -26,7 +26,7 @@ from torch import Tensor, nn
 
 from trainer.compress import read_artifact
 from trainer.distributed import REFERENCE_WORLD_SIZE, rank_and_world, synchronize
-from trainer.doc_ttt import eval_doc_ttt, warm_up
+from trainer.doc_ttt import eval_doc_ttt, warm_lora_pass
 from trainer.lora import DocAdapters
 from trainer.lqer import fold_corrections
 from trainer.quant import dequantize_state_dict
@@ -119,12 +119,12 @@ LORA_TTT_COMPILE = dict(dynamic=True, fullgraph=True)
 
 def _lora_pass(cfg, model: nn.Module, device: torch.device, log) -> tuple:
     """(logits_fn, adapters) of LoRA TTT's pass; compiled, it is warmed here at every shape it
-    will meet (trainer.doc_ttt.warm_up, random tokens), before the evaluation's timer."""
+    will meet (trainer.doc_ttt.warm_lora_pass, random tokens), before the evaluation's timer."""
     adapters = DocAdapters(model, cfg.ttt_lora_batch_docs, cfg.ttt_lora_rank, device)
     logits_fn = _scoring_fn(model, device, cfg.compile, LORA_TTT_COMPILE)
     if device.type == "cuda" and cfg.compile:  # as _scoring_fn: compiled
         t0 = _clock(device)
-        warm_up(model, adapters, seq_len=cfg.eval_seq_len, chunk=cfg.ttt_lora_chunk_tokens,
+        warm_lora_pass(model, adapters, seq_len=cfg.eval_seq_len, chunk=cfg.ttt_lora_chunk_tokens,
                 lr=cfg.ttt_lora_lr, logits_fn=logits_fn)
         log(f"ttt_lora:warmup {_clock(device) - t0:.1f}s (random tokens, before the evaluation timer)")
     return logits_fn, adapters
