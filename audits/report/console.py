@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from audits.engine import AuditReport
-from audits.report.neutral import terminal
+from audits.report.neutral import one_line, terminal
 from audits.report.text import fmt_bpb, fmt_int, fmt_ms, quiet_rules
 from audits.submission import runs
 
@@ -28,9 +28,9 @@ def print_report(report: AuditReport, detail: str = "normal", summary: str = "")
         verdict = r.verdict(o.strict)
         style = {"ILLEGAL": "bold red", "NEEDS_ACTION": "bold yellow", "PASS": "bold green"}[verdict]
         console.print()
-        console.print(Text.assemble((verdict, style), "  ", (terminal(str(sub.root)), "bold")))
+        console.print(Text.assemble((verdict, style), "  ", (one_line(str(sub.root)), "bold")))
         if not quiet:
-            console.print(Text(terminal(f"track {sub.track} ({sub.track_origin})"), style="dim"))
+            console.print(Text(one_line(f"track {sub.track} ({sub.track_origin})"), style="dim"))
         if sub.logs and not quiet:
             table = Table(show_edge=False, pad_edge=False)
             for header in ("seed", "log", "val_bpb", "from line", "train", "eval", "artifact"):
@@ -40,7 +40,7 @@ def print_report(report: AuditReport, detail: str = "normal", summary: str = "")
             for log in sub.logs:
                 row = runs.seed_row(log)
                 src = row["sources"].get("val_bpb", {})
-                table.add_row("-" if row["seed"] is None else str(row["seed"]), terminal(row["log"]),
+                table.add_row("-" if row["seed"] is None else str(row["seed"]), one_line(row["log"]),
                               fmt_bpb(row["val_bpb"]),
                               f"{row['score_metric']}:{src.get('line')}" if row["score_metric"] else "no final score",
                               fmt_ms(row["train_time_ms"]), fmt_ms(row["eval_time_ms"]),
@@ -51,21 +51,21 @@ def print_report(report: AuditReport, detail: str = "normal", summary: str = "")
                 continue
             head = Text.assemble((f"{f.severity!s:<4} ", _STYLE[str(f.severity)]), (f.rule, "bold"))
             if f.location():
-                head.append(terminal(f"  {f.location()}"), style="cyan")
+                head.append(one_line(f"  {f.location()}"), style="cyan")
             console.print(head)
-            console.print(Text(terminal("     " + f.message + (f"  [waived: {f.waived}]" if f.waived else ""))))
+            console.print(Text(one_line("     " + f.message + (f"  [waived: {f.waived}]" if f.waived else ""))))
             if quiet:
                 continue
             if f.via:
-                console.print(Text(terminal(f"     via {f.via}"), style="dim"))
+                console.print(Text(one_line(f"     via {f.via}"), style="dim"))
             if f.evidence:
-                console.print(Text(terminal(f"     {f.evidence}"), style="dim"))
+                console.print(Text(terminal("     " + f.evidence.replace("\n", "\n     ")), style="dim"))
             if f.hint and f.severity > 0:
-                console.print(Text(terminal(f"     fix: {f.hint}"), style="green"))
+                console.print(Text(one_line(f"     fix: {f.hint}"), style="green"))
             if verbose and f.source:
-                console.print(Text(terminal(f"     source: {f.source}"), style="dim"))
+                console.print(Text(one_line(f"     source: {f.source}"), style="dim"))
         for error in r.errors:
-            console.print(Text(terminal(f"ERROR {error}"), style="bold red"))
+            console.print(Text(one_line(f"ERROR {error}"), style="bold red"))
         if verbose:
             console.print(Text("nothing to report: " + (", ".join(quiet_rules(r, o)) or "-"), style="dim"))
     if summary:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from audits import __version__, catalogue
 from audits.engine import AuditReport
 from audits.findings import Severity
-from audits.report.neutral import code, fence, markdown
+from audits.report.neutral import cell, code, fence, markdown
 from audits.report.text import quiet_rules, seed_table
 
 
@@ -42,7 +42,7 @@ def render_markdown(report: AuditReport) -> str:
             out.append("| " + " | ".join(rows[0]) + " |")
             out.append("|" + "---|" * len(rows[0]))
             for row in rows[1:]:
-                out.append("| " + " | ".join(markdown(cell) for cell in row) + " |")
+                out.append("| " + " | ".join(cell(text) for text in row) + " |")
         problems = [f for f in r.findings if f.severity > 0 and not f.waived]
         if problems:
             out.append("")

@@ -44,6 +44,7 @@ def one_line(text: str) -> str:
 _SPECIAL = re.compile(r"[\\\[\]<>#|!*]")  # "_" inside words makes no emphasis: rule ids keep theirs
 _LINKISH = re.compile(r"@(?=\w)|(?<=\w):(?=//)|(?i:\bwww)(?=\.)")
 _BACKTICKS = re.compile(r"`+")
+_TABLE_PIPE = re.compile(r"(?<!\\)((?:\\\\)*)\|")
 
 
 def markdown(text: str) -> str:
@@ -63,6 +64,23 @@ def markdown(text: str) -> str:
             pos = closing.end()
     out.append(_plain(text[pos:]))
     return "".join(out)
+
+
+def cell(text: str) -> str:
+    """`markdown(text)` for a GFM table cell."""
+    return _table_safe(markdown(text))
+
+
+def code_cell(text: str) -> str:
+    """`code(text)` for a GFM table cell."""
+    return _table_safe(code(text))
+
+
+def _table_safe(rendered: str) -> str:
+    """A GFM table splits its row at every pipe that no backslash escapes, inside a code span
+    too, and shows an escaped one as a pipe in both: each pipe after an even run of backslashes
+    gets one."""
+    return _TABLE_PIPE.sub(lambda m: m.group(1) + "\\|", rendered)
 
 
 def _plain(text: str) -> str:

@@ -40,9 +40,9 @@ def to_markdown(rows: list[dict], meta: dict) -> str:
            "|---:|---|---|---:|---|---|"]
     for r in rows:
         pr = f"#{r['pr']}" if r["pr"] is not None else ""
-        finding = neutral.markdown(r["finding"]) + (f" ({neutral.code(r['location'])})" if r.get("location") else "")
-        out.append(f"| {pr} | {neutral.markdown(r['title'])} | "
-                   f"{neutral.code(r['folder']) if r['folder'] else ''} | {_bpb(r['claimed_bpb'])} | "
+        finding = neutral.cell(r["finding"]) + (f" ({neutral.code_cell(r['location'])})" if r.get("location") else "")
+        out.append(f"| {pr} | {neutral.cell(r['title'])} | "
+                   f"{neutral.code_cell(r['folder']) if r['folder'] else ''} | {_bpb(r['claimed_bpb'])} | "
                    f"{r['verdict']} | {finding} |")
     return "\n".join(out) + "\n"
 

@@ -4,7 +4,7 @@ else the attack needs), run through every way pgolf meets a PR, each in a separa
 checked from outside: exit 0/1/2 with at most one line on stderr, no secret in any output, no
 process or temporary folder left, the work trees untouched.
 
-The commands: `pgolf audit FOLDER` (the author's own audit of the checked-out folder), `pgolf
+The commands (and `pgolf sweep` of the PR, for its table): `pgolf audit FOLDER` (the author's own audit of the checked-out folder), `pgolf
 audit FOLDER --changed-files -` (the change given as a list), `pgolf review FOLDER`, `pgolf review
 --pr 1`, and the Action's own command line, taken from action.yml and run by bash in the PR's
 checkout.
@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import uuid
@@ -72,8 +73,9 @@ class Change:
     `raw`, the PR is written by `publish_raw(upstream, 1, raw(upstream))` instead, and only
     `review --pr` meets it (a work tree cannot hold it)."""
 
-    def __init__(self, tmp_path: Path, files: dict[str, str | bytes], raw=None):
+    def __init__(self, tmp_path: Path, files: dict[str, str | bytes], raw=None, folder: str = FOLDER):
         self.tmp_path = tmp_path
+        self.folder = folder
         upstream = challenge_repo(tmp_path / "upstream")
         if raw is None:
             add_pr(upstream, 1, files)
@@ -96,18 +98,20 @@ class Change:
         self.tmpdir.mkdir()
         self.bin = tmp_path / "bin"  # `pgolf` as an installed entry point: the cwd is not on its path
         self.bin.mkdir()
-        (self.bin / "pgolf").write_text(f"#!{sys.executable}\nfrom pgolf_cli.main import main\nmain()\n")
+        (self.bin / "pgolf").write_text(f"#!{sys.executable}\nfrom pgolf_cli.main import main\n"
+                                       "if __name__ == '__main__':\n    main()\n")
         (self.bin / "pgolf").chmod(0o755)
 
     def run(self, command: str, *extra: str) -> subprocess.CompletedProcess:
         """One of COMMANDS, with `extra` options; the result, checked for containment."""
-        folder = str(self.checkout / FOLDER)
+        folder = shlex.quote(str(self.checkout / self.folder))
         line = {
             "audit": f"pgolf audit {folder} --format json",
             "audit --changed-files": f"pgolf audit {folder} --format json --changed-files -",
             "review": f"pgolf review {folder}",
             "review --pr": f"pgolf review --pr 1 --repo {self.clone}",
             "action": action_command(),
+            "sweep": f"pgolf sweep --repo {self.clone} --prs 1 --out {self.tmp_path / 'sweep'}",
         }[command]
         line += "".join(f" {x}" for x in extra)
         cwd = self.checkout if command == "action" else self.tmp_path

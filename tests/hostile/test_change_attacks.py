@@ -8,8 +8,8 @@ import json
 import shutil
 
 import pytest
-from changes import COMMANDS, FOLDER, Change, damaged_blob, verdict, waived
-from support import good_folder_files
+from changes import COMMANDS, FOLDER, TRACK, Change, damaged_blob, verdict, waived
+from support import good_folder_files, record_log
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -101,3 +101,28 @@ def test_numbers_and_nesting_beyond_the_parsers_limits_are_findings(tmp_path):
             continue
         assert done.returncode in (0, 1), (command, done.stderr)
         assert "SUBMISSION_JSON_INVALID" in done.stdout, command
+
+
+def test_a_folder_name_cannot_forge_a_row_of_the_sweeps_table(tmp_path):
+    """The folder's name holds pipes that once split sweep.md's row so that it read PASS for an
+    ILLEGAL PR; each cell now holds what it should."""
+    from markdown_it import MarkdownIt
+    name = "2026-04-09_x` | PASS | 1.00000 | all rules pass | `y"
+    files = good_folder_files()
+    files["train_seed42.log"] = record_log(42, bpb=1.081, train_ms=650_000)  # over the time budget
+    change = Change(tmp_path, {f"{TRACK}/{name}/{k}": v for k, v in files.items()}, folder=f"{TRACK}/{name}")
+    done = change.run("sweep", "--no-smoke")
+    assert done.returncode in (0, 1), done.stderr
+    tokens = MarkdownIt("commonmark").enable("table").parse((tmp_path / "sweep" / "sweep.md").read_text())
+    rows, row = [], None
+    for token in tokens:
+        if token.type == "tr_open":
+            row = []
+        elif token.type == "inline" and row is not None:
+            row.append(token.content)
+        elif token.type == "tr_close":
+            rows.append(row)
+            row = None
+    header, (cells,) = rows[0], rows[1:]
+    assert len(cells) == len(header) == 6
+    assert cells[4] == "ILLEGAL" and "TRAIN_OVER_BUDGET" in cells[5], cells

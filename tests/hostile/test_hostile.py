@@ -168,6 +168,8 @@ def test_escape_sequences_and_markdown_in_an_exception_come_out_inert(tmp_path):
         assert not any(ch in text for ch in "\x1b\x07\u202e"), fmt
         assert "Verdict: CLEAN" in text, fmt  # shown, as text
     assert "\\x1b]52;c;" in outputs["text"]
+    for fmt in ("rich", "text"):  # one line per finding: nothing the script wrote starts a line
+        assert not re.search(r"(?m)^#+ Verdict", outputs[fmt]), fmt
     for fmt in ("markdown", "review"):
         text = re.sub(r"(?ms)^(`{3,})$.*?^\1$", "", outputs[fmt])  # fenced blocks show text as it is
         assert "Verdict: CLEAN" in text, fmt

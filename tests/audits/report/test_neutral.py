@@ -77,3 +77,13 @@ def test_json_text_escapes_c1_and_format_characters_and_keeps_the_value():
     encoded = neutral.json_text(json.dumps(value, indent=2, ensure_ascii=False))
     assert "\x9b" not in encoded and "\u202e" not in encoded and "±" in encoded
     assert json.loads(encoded) == value
+
+
+@settings(max_examples=400, deadline=None)
+@given(HOSTILE, HOSTILE)
+def test_a_table_cell_stays_one_cell(plain, spanned):
+    """Pipes, in text or in a code span, after any run of backslashes, never split the row."""
+    row = f"| {neutral.cell(plain)} | {neutral.code_cell(spanned)} | end |"
+    tokens = COMMONMARK.parse(f"| a | b | c |\n|---|---|---|\n{row}\n")
+    cells = [t for t in tokens if t.type == "td_open"]
+    assert len(cells) == 3 and [t for t in tokens if t.type == "inline"][-1].content == "end", row
