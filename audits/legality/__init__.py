@@ -139,21 +139,20 @@ def _prints(analysis: Analysis, functions, reached: set[str], guards: dict[str, 
 
 
 def _replaced_by_placing(v: Verdict) -> bool:
-    """What the helper said of a pass its caller placed: that it trained on validation data, or
-    (as for any pass found to break the order) that it was score-first."""
-    return v.rule == "VAL_DATA_IN_TRAINING" or (v.rule == "TTT_SCORE_AFTER_ADAPT" and v.kind == "score_first")
+    """What the helper said of a pass its caller placed (each rule names those readings)."""
+    return v.kind in judge.RECOGNIZERS[v.rule].placed
 
 
 def _follow_isolation(verdicts: list[Verdict], run) -> list[Verdict]:
-    """Previous-token mixing across a document start leaks only where the evaluation keeps
-    documents apart (varlen or per-document attention): elsewhere attention itself reads the
-    previous document, so the mixed token is past context like any other (an INFO note)."""
+    """Each verdict as its rule reads it once it is known whether the run's evaluation keeps
+    documents apart (varlen or per-document attention), and by what."""
     isolation = next((m for script in run if (m := _ISOLATION.search(script.source))), None)
-    if isolation is not None:
-        return [dataclasses.replace(v, detail=isolation.group(1)) if v.kind == "unmasked" else v
-                for v in verdicts]
-    return [dataclasses.replace(v, kind="past_context", severity=min(v.severity, Severity.INFO))
-            if v.rule == "BOS_CROSS_DOC_LEAK" and v.kind == "unmasked" else v for v in verdicts]
+    name = isolation.group(1) if isolation is not None else None
+    out = []
+    for v in verdicts:
+        follow = judge.RECOGNIZERS[v.rule].isolation
+        out.append(follow(v, name) if follow is not None else v)
+    return out
 
 
 def _entries(parsed: dict[str, ParsedScript]) -> tuple[str, ...]:
@@ -245,14 +244,10 @@ def _dedupe(verdicts: list[Verdict]) -> list[Verdict]:
             if v.severity == Severity.FAIL or worst_at[(_family(v.rule), v.site.statement)] < Severity.FAIL]
 
 
-# Rules about the order of training and scoring: a legal note of one of them is void where another
-# fails (an update scored before by a diagnostic pass, but rescored after: PREQUANT_TTT_ON_VAL).
-_ORDER_RULES = {"TTT_SCORE_AFTER_ADAPT", "PREQUANT_TTT_ON_VAL", "VAL_DATA_IN_TRAINING", "SLOT", "ETLB",
-                "TRAIN_DATA_AT_EVAL"}
-
-
 def _family(rule: str) -> str:
-    return "order" if rule in _ORDER_RULES else rule
+    """Rules about the order of training and scoring are one family: a legal note of one of them
+    is void where another fails (an update scored before by a diagnostic pass, but rescored after)."""
+    return "order" if judge.RECOGNIZERS[rule].order else rule
 
 
 def _best(verdicts: list[Verdict], place) -> list[Verdict]:

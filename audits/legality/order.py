@@ -9,10 +9,11 @@ interpreter (its own, and its callees' replayed at their call sites):
     iteration (no label of that loop), U's tokens are scored again after it;
   - U on the previous iteration's data only (carried round the loop) was scored there;
   - an update repeated by a loop on unchanged data is a multi-epoch pass (contested, a warning).
-What was updated decides the rule: parameters made inside the loop for one window are SLOT, a
-tensor made outside it and added to logits is ETLB, model or adapter parameters are TTT.
-Verdicts are recorded as judgment events with the data they rest on; the rule fires where that
-data turns out to be validation tokens.
+What was updated is part of what is found: parameters made inside the loop for one window, a
+tensor made outside it and added to logits, or model or adapter parameters. Each finding is
+recorded as a judgment event (its `detail` one of the names below) with the data it rests on; the
+rules (audits/rules/legality) decide which of them make their findings, where that data turns out
+to be validation tokens.
 """
 
 from __future__ import annotations
@@ -27,9 +28,16 @@ from audits.legality.values import (
     Event, Site, Taint, data_roots, exclusive, is_score, is_update, kinds, switches,
 )
 
-SLOT, ETLB, TTT, PREQUANT, TRAIN_AT_EVAL, VAL_IN_TRAINING, TWO_PASS = (
-    "SLOT", "ETLB", "TTT_SCORE_AFTER_ADAPT", "PREQUANT_TTT_ON_VAL", "TRAIN_DATA_AT_EVAL",
-    "VAL_DATA_IN_TRAINING", "TWO_PASS_RESCORE")
+# What a judgment found, on tokens that are scored (the `detail` of its event):
+WINDOW_FIT = "window_fit"  # parameters made for each window, fitted on it before it is scored
+KEPT_TENSOR_FIT = "kept_tensor_fit"  # a tensor kept across windows, fitted on tokens before they are scored
+ADAPTED_FIRST = "adapted_first"  # model or adapter parameters trained on tokens before they are scored
+FINE_TUNED_AFTER_TRAINING = "fine_tuned_after_training"  # a pass of its own on them, after training
+TRAINED_BEFORE_SCORED = "trained_before_scored"  # a pass of its own on them (or a table filled from them)
+MIXED_WITH_OTHER_DATA = "mixed_with_other_data"  # an adaptation on them that also reads other data
+SCORED_TWICE = "scored_twice"  # scored again after a pass that scored (or filled a table from) them
+REPEATED_PASS = "repeated_pass"  # an update repeated on the same tokens, no score between
+NETWORK_WHILE_SCORING = "network_while_scoring"  # a network call once scoring has started
 
 
 def _passes(taint: Taint) -> list:
@@ -158,6 +166,12 @@ def _made_inside(state: Taint, loop) -> tuple[bool, bool]:
     return inside, tensor
 
 
+def tensor_only(state: Taint) -> bool:
+    """The update changes tensors made for it (a bias), not model or adapter parameters."""
+    made = [label[2] for label in state if label[0] == "state"]
+    return bool(made) and all(kind == "tensor" for kind in made)
+
+
 def _spans(taint: Taint) -> set[tuple[str, str]]:
     return {(label[1], label[2]) for label in kinds(taint, "span")}
 
@@ -214,11 +228,11 @@ def _evaluation_pass(update: Event, score: Event) -> list[Event]:
     flags = frozenset({"pass"}) | switches(update, score)
     adapt, rescore = _here(update.site), _here(score.site)
     if "resolved" not in update.flags:
-        return [Event("judgment", adapt, update.taint, score.taint, detail=TTT, other=rescore, flags=flags,
+        return [Event("judgment", adapt, update.taint, score.taint, detail=ADAPTED_FIRST, other=rescore, flags=flags,
                       opening=_opening(update.site, score.site))]
-    return [Event("judgment", rescore, update.taint, score.taint, detail=TTT, other=adapt,
+    return [Event("judgment", rescore, update.taint, score.taint, detail=ADAPTED_FIRST, other=adapt,
                   flags=flags | {"rescored"}),
-            Event("judgment", rescore, update.taint, score.taint, detail=TWO_PASS, other=adapt, flags=flags)]
+            Event("judgment", rescore, update.taint, score.taint, detail=SCORED_TWICE, other=adapt, flags=flags)]
 
 
 def _here(site: Site) -> Site:
@@ -293,13 +307,13 @@ def judge(fn, events: list[Event]) -> list[Event]:
             if scored_first:
                 found = [v for v in found if "kept_late" not in v.flags]
             if "passed" in event.flags:  # read so in a callee already: only a placement is new
-                found = [v for v in found if v.detail != VAL_IN_TRAINING]
+                found = [v for v in found if v.detail != TRAINED_BEFORE_SCORED]
             if found:
                 verdicts += found
                 # a fine-tune found here with nothing trained or exported before it may still be
-                # placed by a caller that knows (after training: PREQUANT; after export: TTT)
-                flags.add("passed" if all(v.detail == VAL_IN_TRAINING for v in found) else "judged")
-                if any(v.detail in (TTT, PREQUANT, TWO_PASS) for v in found):
+                # placed by a caller that knows (after training, or after export)
+                flags.add("passed" if all(v.detail == TRAINED_BEFORE_SCORED for v in found) else "judged")
+                if any(v.detail in (ADAPTED_FIRST, FINE_TUNED_AFTER_TRAINING, SCORED_TWICE) for v in found):
                     flags.add("broken")  # a score before it does not make it score-first
             if resolved:
                 flags.add("resolved")
@@ -311,7 +325,7 @@ def judge(fn, events: list[Event]) -> list[Event]:
         repeated = _repeated_loop(event, scores)
         if repeated is not None:
             verdicts.append(Event("judgment", event.site, event.taint, event.taint,
-                                  detail="MULTI_EPOCH", flags=switches(event)))
+                                  detail=REPEATED_PASS, flags=switches(event)))
         out.append(dataclasses.replace(event, flags=frozenset(flags), other=first))
     out, placed = _placed(out)
     everything = (out + verdicts + placed + _prebuilt(fn, events, scores)
@@ -321,21 +335,21 @@ def judge(fn, events: list[Event]) -> list[Event]:
 
 def _placed(events: list[Event]) -> tuple[list[Event], list[Event]]:
     """A helper that runs a pass over the tokens and scores them after it, with nothing exported
-    or trained before the pass inside the helper, can only call it VAL_DATA_IN_TRAINING. Where
+    or trained before the pass inside the helper, can only call it training before scoring. Where
     this function exported or trained before calling the helper, the pass is placed here as its
     own scores would be (_verdict), with a "placed" event naming the helper's finding it
     replaces (dropped from the verdicts by the caller of the analysis). (`events` with those
     findings marked, so that no caller places them again; the placements.)"""
     kept, out = [], []
     for found in events:
-        if (found.kind != "judgment" or found.detail != VAL_IN_TRAINING or "prebuilt" in found.flags
+        if (found.kind != "judgment" or found.detail != TRAINED_BEFORE_SCORED or "prebuilt" in found.flags
                 or "placed" in found.flags or not found.site.chain or found.other is None):
             kept.append(found)
             continue
         update = next((e for e in events if is_update(e) and e.site == found.site), None)
         score = next((e for e in events if is_score(e) and e.site == found.other), None)
         placed = [] if update is None or score is None else _verdict(update, score, (), "first", events)
-        if placed and all(v.detail != VAL_IN_TRAINING for v in placed):
+        if placed and all(v.detail != TRAINED_BEFORE_SCORED for v in placed):
             out += placed + [Event("placed", found.site)]
             found = dataclasses.replace(found, flags=found.flags | {"placed"})
         kept.append(found)
@@ -366,8 +380,8 @@ def _prebuilt(fn, events: list[Event], scores: list[Event]) -> list[Event]:
         # one finding per read: the first fill (by where the call is, then where the fill is)
         fill = min(fills, key=lambda site: (site.path, site.statement))
         scored_there = bool(fill.loops) and any(fill.loops[-1] in s.site.loops for s in scores)
-        rule = "TWO_PASS_RESCORE" if scored_there else "VAL_DATA_IN_TRAINING"
-        verdicts.append(Event("judgment", fill, lookup.taint, lookup.taint, detail=rule,
+        found = SCORED_TWICE if scored_there else TRAINED_BEFORE_SCORED
+        verdicts.append(Event("judgment", fill, lookup.taint, lookup.taint, detail=found,
                               other=lookup.site, flags=frozenset({"prebuilt"}) | switches(lookup)))
     return verdicts
 
@@ -381,7 +395,7 @@ def _network_after_scoring(events: list[Event], scores: list[Event]) -> list[Eve
                 continue
             if relation(score.site, net.site) == "before" or common_loops(score.site, net.site):
                 verdicts.append(Event("judgment", net.site, score.taint, score.taint,
-                                      detail="NETWORK_AT_EVAL", other=score.site,
+                                      detail=NETWORK_WHILE_SCORING, other=score.site,
                                       flags=switches(net, score)))
                 break
     return verdicts
@@ -419,7 +433,7 @@ def _pair(update: Event, score: Event, backpropagated: set, events: list[Event])
                     for v in _verdict(update, score, loops, "again", events)], True
         extra = data_roots(update.taint) - data_roots(score.taint)
         if loops and extra:  # the adaptation also reads data the scores do not: training data?
-            return [Event("judgment", update.site, update.taint, score.taint, detail=TRAIN_AT_EVAL,
+            return [Event("judgment", update.site, update.taint, score.taint, detail=MIXED_WITH_OTHER_DATA,
                           other=score.site, flags=switches(update, score))], True
         return [], True
     if not fresh:
@@ -443,7 +457,7 @@ def _called_again(update: Event, score: Event, fresh: bool) -> list[Event]:
     for loop in update.site.loops:
         if varies(update.taint, loop) or varies(score.taint, loop) or _made_inside(update.state, loop)[0]:
             continue
-        return [Event("judgment", update.site, update.taint, score.taint, detail=TTT, other=score.site,
+        return [Event("judgment", update.site, update.taint, score.taint, detail=ADAPTED_FIRST, other=score.site,
                       flags=frozenset({"again"}) | switches(update, score))]
     return []
 
@@ -451,28 +465,28 @@ def _called_again(update: Event, score: Event, fresh: bool) -> list[Event]:
 def _verdict(update: Event, score: Event, loops: tuple, how: str, events: list[Event]) -> list[Event]:
     """taint: what the update trained on; state: what the score scored (both must turn out to be
     validation data for the verdict to stand)."""
-    def verdict(rule, flags):
-        return Event("judgment", update.site, update.taint, score.taint, detail=rule,
+    def verdict(found, flags):
+        return Event("judgment", update.site, update.taint, score.taint, detail=found,
                      other=score.site, flags=frozenset(flags) | switches(update, score))
     if not loops:  # a pass of its own over the tokens, before they are scored
         mixed = ("train",) in update.taint
         if not mixed and _after_export(update, events):
             return _evaluation_pass(update, score)
         if _after_training(update, events) and not mixed:  # placed at the call of the fine-tune
-            return [Event("judgment", _here(update.site), update.taint, score.taint, detail=PREQUANT,
+            return [Event("judgment", _here(update.site), update.taint, score.taint, detail=FINE_TUNED_AFTER_TRAINING,
                           other=_here(score.site), flags=frozenset({how}) | switches(update, score),
                           opening=_opening(update.site, score.site))]
-        return [verdict(VAL_IN_TRAINING, {how})]
+        return [verdict(TRAINED_BEFORE_SCORED, {how})]
     if ("train",) in update.taint and ("train",) not in score.taint:
-        return [verdict(TRAIN_AT_EVAL, {how})]
-    # Parameters made anew for each window are SLOT, also when they start from the last window's
-    # values (a warm start); a tensor kept across windows is ETLB.
+        return [verdict(MIXED_WITH_OTHER_DATA, {how})]
+    # Parameters made anew for each window are fitted per window, also when they start from the
+    # last window's values (a warm start); a tensor kept across windows is not.
     inside, tensor = _made_inside(update.state, loops[-1])
-    rule = SLOT if inside else ETLB if tensor else TTT
+    found = WINDOW_FIT if inside else KEPT_TENSOR_FIT if tensor else ADAPTED_FIRST
     flags = {how}
-    if rule in (SLOT, ETLB) and _context_only(update, score):
+    if found in (WINDOW_FIT, KEPT_TENSOR_FIT) and _context_only(update, score):
         flags.add("context_only")
-    return [verdict(rule, flags)]
+    return [verdict(found, flags)]
 
 
 def _repeated_loop(update: Event, scores: list[Event]):

@@ -28,7 +28,7 @@ Labels are tuples whose first item is the kind:
   ("blob",)                      bytes decompressed from a blob (a payload of the artifact)
   ("loaded",)                    a module the script loaded at run time (importlib, by path)
   ("unpacked", site)             the blob was first decompressed at `site` (where stored answers
-                                 come back in: PAID_PREFIX names it)
+                                 come back in: the finding names it)
 """
 
 from __future__ import annotations
@@ -117,8 +117,8 @@ class Event:
     bytes-per-token table built from tokenizer pieces), ratio (bits divided by a bytes-per-token
     literal), tilt (a target == hint indicator meeting a probability), stored (the scored token
     compared with another value: taint = that value's, state = the token's), smoothing (count + k over
-    total + k), judgment (a verdict reached where the loop structure was visible; detail = rule,
-    taint and state = the data it rests on), placed (a helper's pass placed by its caller: site =
+    total + k), judgment (an order found where the loop structure was visible; detail = what was
+    found, a name of order.py; taint and state = the data it rests on), placed (a helper's pass placed by its caller: site =
     the update whose finding in the helper this replaces).
     """
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+from audits.legality.judge import INFO, Verdict, recognizer
 from audits.registry import C1, FAIL, ILLEGAL, Rule, Words, check, pr, rules, words
 from audits.rules.legality.evidence import findings
 
@@ -10,6 +13,8 @@ RULES = rules(
          "Previous-token mixing paths are masked at document starts (BOS).",
          (pr(1797, "audit"), pr(1851, "fix")), (C1,), level=ILLEGAL),
 )
+# Its readings (the keys of its words).
+UNMASKED, MASKED, PAST_CONTEXT = "unmasked", "masked", "past_context"
 WORDS = words(
     "BOS_CROSS_DOC_LEAK",
     unmasked=Words(
@@ -23,6 +28,29 @@ WORDS = words(
         "previous-token mixing at {at} crosses document starts, as the attention does: the "
         "evaluation does not keep documents apart, so the previous token is past context"),
 )
+
+
+def _read(e, facts):
+    """Previous-token mixing, masked at document starts or not."""
+    if e.kind != "mix":
+        return []
+    if "masked" in e.flags:
+        return [Verdict("BOS_CROSS_DOC_LEAK", MASKED, INFO, e.site)]
+    return [Verdict("BOS_CROSS_DOC_LEAK", UNMASKED, FAIL, e.site)]
+
+
+def _isolation(v, isolation):
+    """Mixing across a document start leaks only where the evaluation keeps documents apart
+    (`isolation` names what does): elsewhere attention itself reads the previous document, so the
+    mixed token is past context like any other (an INFO note)."""
+    if v.kind != UNMASKED:
+        return v
+    if isolation is not None:
+        return dataclasses.replace(v, detail=isolation)
+    return dataclasses.replace(v, kind=PAST_CONTEXT, severity=min(v.severity, INFO))
+
+
+recognizer("BOS_CROSS_DOC_LEAK", _read, shape=True, isolation=_isolation)
 
 
 @check("BOS_CROSS_DOC_LEAK")

@@ -9,6 +9,8 @@ import libcst as cst
 from audits import legality
 from audits.legality import bytetable
 from audits.findings import Severity
+from audits.legality.judge import FAIL, INFO, Verdict, recognizer
+from audits.legality.values import VAL
 from audits.registry import ILLEGAL, WARN, Rule, Words, check, found, issue, pr, rules, words
 from audits.rules.legality.evidence import findings
 from audits.submission import runs, trees
@@ -25,6 +27,11 @@ _FALLBACK = "byte-fallback pieces (<0x41>) are counted by the length of their te
 _SPACE = "the leading '\u2581' is not turned into one space byte"
 _HINT = ("Count byte-fallback pieces as 1 byte, strip '\u2581' and count it as one space byte (only "
          "where the previous token is not a boundary).")
+# Its readings (the keys of its words).
+(NO_BYTE_FALLBACK, NO_LEADING_SPACE, NO_FALLBACK_NO_SPACE, SPACE_TWICE, FIXED_RATIO, PIECES, ARRAY_FILE,
+ TABLE_INFLATED, TABLE_UNCHECKED, TABLE_MATCHES, LOG_OVERCOUNT, SIDECAR) = (
+    "no_byte_fallback", "no_leading_space", "no_fallback_no_space", "space_twice", "fixed_ratio", "pieces",
+    "array_file", "table_inflated", "table_unchecked", "table_matches", "log_overcount", "sidecar")
 WORDS = words(
     "BPB_BYTE_ACCOUNTING",
     no_byte_fallback=Words(f"the bytes-per-token table built at {{at}}: {_FALLBACK}", _HINT),
@@ -43,6 +50,7 @@ WORDS = words(
     pieces=Words(
         "bytes per token at {at} are counted from the tokenizer's pieces (byte fallback and leading "
         "space handled)"),
+    array_file=Words("bytes per token at {at} are read from an array file ({detail})"),
     table_inflated=Words(
         "the run reads its bytes-per-token table from {detail} at {at}, and it counts more bytes "
         "than the tokens of {tokenizer} stand for: {entries}",
@@ -73,6 +81,27 @@ WORDS = words(
 _SIDECAR_NAME = re.compile(r"val_bytes_")
 # How far over the validation text's bytes a log's implied byte count may be before it is a FAIL.
 _OVERCOUNT = 0.01
+
+
+def _read(e, facts):
+    """A bytes-per-token table built from tokenizer pieces; bits divided by a fixed ratio; a
+    bytes-per-token array loaded from a file (weighed against the folder's shipped arrays)."""
+    if e.kind == "ratio" and VAL in e.taint:
+        return [Verdict("BPB_BYTE_ACCOUNTING", FIXED_RATIO, WARN, e.site)]
+    if e.kind == "array_file":
+        return [Verdict("BPB_BYTE_ACCOUNTING", ARRAY_FILE, INFO, e.site, detail=e.detail)]
+    if e.kind != "pieces":
+        return []
+    if "space_twice" in e.flags:
+        return [Verdict("BPB_BYTE_ACCOUNTING", SPACE_TWICE, FAIL, e.site)]
+    fallback, space = "byte_fallback" in e.flags, "leading_space" in e.flags
+    if fallback and space:
+        return [Verdict("BPB_BYTE_ACCOUNTING", PIECES, INFO, e.site)]
+    kind = NO_BYTE_FALLBACK if space else NO_LEADING_SPACE if fallback else NO_FALLBACK_NO_SPACE
+    return [Verdict("BPB_BYTE_ACCOUNTING", kind, WARN, e.site)]
+
+
+recognizer("BPB_BYTE_ACCOUNTING", _read, shape=True)
 
 
 @check("BPB_BYTE_ACCOUNTING")
@@ -121,11 +150,12 @@ def bpb_byte_accounting(sub, options):
     """
     result = legality.analyse(sub)
     loads = [v for v in result.of("BPB_BYTE_ACCOUNTING")
-             if v.kind == "array_file" and not v.unreachable and not v.side_script]
+             if v.kind == ARRAY_FILE and not v.unreachable and not v.side_script]
     shipped = bytetable.tables(sub) if loads else []
-    # the run scores with the shipped table: a table built from pieces elsewhere certifies nothing
+    # the run scores with the shipped table: a table built from pieces elsewhere certifies nothing;
+    # an array load is told by the table it loads (below)
     yield from findings(sub, "BPB_BYTE_ACCOUNTING",
-                        skip=frozenset({"array_file", "pieces"} if shipped else {"array_file"}))
+                        skip=frozenset({ARRAY_FILE, PIECES} if shipped else {ARRAY_FILE}))
     if shipped:
         yield from _table_findings(sub, loads, shipped)
     yield from _sidecar_findings(sub)
@@ -141,14 +171,14 @@ def _table_findings(sub, loads, shipped):
         line = at.start.line if at else None
         script = site.inner_fn.script
         if table.values is None:
-            kind, severity, fields = "table_unchecked", Severity.WARN, {"why": table.error}
+            kind, severity, fields = TABLE_UNCHECKED, Severity.WARN, {"why": table.error}
         else:
             exp = bytetable.expected(sub) if exp is None else exp
             if isinstance(exp, str):
-                kind, severity, fields = "table_unchecked", Severity.WARN, {"why": exp}
+                kind, severity, fields = TABLE_UNCHECKED, Severity.WARN, {"why": exp}
             else:
                 entries = bytetable.inflated(table, exp)
-                kind = "table_inflated" if entries else "table_matches"
+                kind = TABLE_INFLATED if entries else TABLE_MATCHES
                 severity = Severity.FAIL if entries else Severity.INFO
                 fields = {"tokenizer": exp.rel, "entries": entries}
         words = WORDS[kind]
@@ -171,7 +201,7 @@ def _log_findings(sub):
         if read is None or read[0] <= VAL_TEXT_BYTES * (1 + _OVERCOUNT):
             continue
         implied, m = read
-        words = WORDS["log_overcount"]
+        words = WORDS[LOG_OVERCOUNT]
         yield found("BPB_BYTE_ACCOUNTING",
                     words.message.format(log=log.rel, loss=f"{m.val_loss:g}", bpb=f"{m.val_bpb:g}",
                                          line=m.line, tokens=int(p.val_tokens.value), implied=implied,
@@ -220,7 +250,7 @@ def _sidecar_findings(sub):
             continue
         line, column = min(named)
         shipped = sub.scripts.get(rel)
-        yield found("BPB_BYTE_ACCOUNTING", WORDS["sidecar"].message.format(at=f"line {line}"),
+        yield found("BPB_BYTE_ACCOUNTING", WORDS[SIDECAR].message.format(at=f"line {line}"),
                     severity=Severity.INFO, file=rel, line=line, column=column,
                     evidence=f"{line}: {parsed.excerpt(line, line)}",
                     via=shipped.via(line) if shipped is not None else None, confidence="high")

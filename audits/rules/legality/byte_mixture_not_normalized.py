@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from audits.legality.judge import Verdict, recognizer
+from audits.legality.values import VAL, is_score, kinds
 from audits.registry import C2, FAIL, ILLEGAL, Rule, Words, check, issue, pr, rules, words
 from audits.rules.legality.evidence import findings
 from audits.rules.legality.native_evidence import native_findings
@@ -11,6 +13,8 @@ RULES = rules(
          "Byte-level model mixtures still give a normalized distribution over tokens.",
          (issue(1872), pr(1902)), (C2,), level=ILLEGAL),
 )
+# Its readings (the keys of its words).
+OWN_BYTES, SPREAD = "own_bytes", "spread"
 WORDS = words(
     "BYTE_MIXTURE_NOT_NORMALIZED",
     own_bytes=Words(
@@ -25,6 +29,17 @@ WORDS = words(
         "Mix distributions over the whole vocabulary and normalize before reading the target's "
         "probability."),
 )
+
+
+def _read(e, facts):
+    """A score of validation tokens that mixes in a distribution over the token's own bytes."""
+    if not is_score(e) or VAL not in e.taint:
+        return []
+    return [Verdict("BYTE_MIXTURE_NOT_NORMALIZED", OWN_BYTES, FAIL, label[1], e.site)
+            for label in kinds(e.taint, "bytes")]
+
+
+recognizer("BYTE_MIXTURE_NOT_NORMALIZED", _read, shape=True)
 
 
 @check("BYTE_MIXTURE_NOT_NORMALIZED")
@@ -51,4 +66,4 @@ def byte_mixture_not_normalized(sub, options):
     native code and gathered arrays are read lexically, loop by loop.
     """
     yield from findings(sub, "BYTE_MIXTURE_NOT_NORMALIZED")
-    yield from native_findings(sub, "BYTE_MIXTURE_NOT_NORMALIZED", "spread", "spread")
+    yield from native_findings(sub, "BYTE_MIXTURE_NOT_NORMALIZED", "spread", SPREAD)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from audits.legality import order
+from audits.legality.judge import INFO, WARN, Verdict, recognizer
+from audits.legality.values import VAL, is_update
 from audits.registry import C1, C3, FAIL, ILLEGAL, Rule, Words, check, pr, rules, words
 from audits.rules.legality.evidence import findings
 
@@ -10,6 +13,8 @@ RULES = rules(
          "No eval-time logit bias fitted on the tokens it is applied to.",
          (pr(1399),), (C1, C3), level=ILLEGAL),
 )
+# Its readings (the keys of its words).
+OWN_TARGETS, CONTEXT_ONLY, SCORED_BEFORE = "own_targets", "context_only", "scored_before"
 WORDS = words(
     "ETLB",
     own_targets=Words(
@@ -22,6 +27,22 @@ WORDS = words(
         "review.", link="https://github.com/openai/parameter-golf/issues/1336"),
     scored_before=Words("the bias updated at {at} is fitted only on tokens scored before, at {other}"),
 )
+
+
+def _read(e, facts):
+    """A tensor kept across windows fitted on validation tokens before they are scored; the legal
+    update of one on tokens scored before it."""
+    if e.kind == "judgment" and e.detail == order.KEPT_TENSOR_FIT and VAL in e.taint and VAL in e.state:
+        if "context_only" in e.flags:
+            return [Verdict("ETLB", CONTEXT_ONLY, WARN, e.site, e.other)]
+        return [Verdict("ETLB", OWN_TARGETS, FAIL, e.site, e.other)]
+    if (is_update(e) and VAL in e.taint and "broken" not in e.flags and "resolved" in e.flags
+            and order.tensor_only(e.state)):
+        return [Verdict("ETLB", SCORED_BEFORE, INFO, e.site, e.other)]
+    return []
+
+
+recognizer("ETLB", _read, shape=True, order=True)
 
 
 @check("ETLB")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from audits.legality.judge import INFO, Verdict, recognizer
+from audits.legality.values import GEN, TRAIN, VAL
 from audits.registry import C1, FAIL, ILLEGAL, Rule, Words, check, pr, rules, words
 from audits.rules.legality.evidence import findings
 
@@ -11,6 +13,8 @@ RULES = rules(
          (pr(728), pr(1919), pr(1019, "self-generated calibration is legal")), (C1,),
         level=ILLEGAL),
 )
+# Its readings (the keys of its words).
+ON_VALIDATION, ON_TRAINING, ON_GENERATED = "on_validation", "on_training", "on_generated"
 WORDS = words(
     "GPTQ_CALIB_ON_VAL",
     on_validation=Words(
@@ -21,6 +25,22 @@ WORDS = words(
     on_training=Words("quantization calibrated on training data at {at}"),
     on_generated=Words("quantization calibrated on self-generated tokens at {at}"),
 )
+
+
+def _read(e, facts):
+    """What quantization calibration runs the model on."""
+    if e.kind != "calib":
+        return []
+    if VAL in e.taint:
+        return [Verdict("GPTQ_CALIB_ON_VAL", ON_VALIDATION, FAIL, e.site, origin=e.entered)]
+    if TRAIN in e.taint:
+        return [Verdict("GPTQ_CALIB_ON_VAL", ON_TRAINING, INFO, e.site)]
+    if GEN in e.taint:
+        return [Verdict("GPTQ_CALIB_ON_VAL", ON_GENERATED, INFO, e.site)]
+    return []
+
+
+recognizer("GPTQ_CALIB_ON_VAL", _read)
 
 
 @check("GPTQ_CALIB_ON_VAL")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from audits.legality import order
+from audits.legality.judge import INFO, WARN, Verdict, recognizer
+from audits.legality.values import VAL
 from audits.registry import FAIL, ILLEGAL, Rule, Words, check, readme, rules, words
 from audits.rules.legality.evidence import findings
 
@@ -10,6 +13,8 @@ RULES = rules(
          "No downloads or network calls during evaluation.",
          (readme("FAQ, evaluation"),), level=ILLEGAL),
 )
+# Its readings (the keys of its words).
+WHILE_SCORING, BEFORE_SCORING = "while_scoring", "before_scoring"
 WORDS = words(
     "NETWORK_AT_EVAL",
     while_scoring=Words(
@@ -20,6 +25,19 @@ WORDS = words(
         "Remove it, or make sure it never runs in the evaluation run: the artifact must be "
         "self-contained."),
 )
+
+
+def _read(e, facts):
+    """A network call once scoring of validation tokens has started; any other network call."""
+    if e.kind == "judgment" and e.detail == order.NETWORK_WHILE_SCORING and VAL in e.taint and VAL in e.state:
+        return [Verdict("NETWORK_AT_EVAL", WHILE_SCORING, FAIL, e.site, e.other)]
+    if e.kind == "net":
+        return [Verdict("NETWORK_AT_EVAL", BEFORE_SCORING, WARN, e.site, detail=e.detail)]
+    return []
+
+
+# A script the entry point does not run (a data builder run by hand) is expected to download.
+recognizer("NETWORK_AT_EVAL", _read, side_script=INFO)
 
 
 @check("NETWORK_AT_EVAL")

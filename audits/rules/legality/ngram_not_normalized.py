@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from audits.legality.judge import INFO, Verdict, recognizer
+from audits.legality.values import VAL
 from audits.registry import C2, FAIL, ILLEGAL, Rule, Words, check, pr, rules, words
 from audits.rules.legality.evidence import findings
 
@@ -10,6 +12,8 @@ RULES = rules(
          "Cache or n-gram mixtures give a distribution that sums to 1 over the vocabulary.",
          (pr(972), pr(978)), (C2,), level=ILLEGAL),
 )
+# Its readings (the keys of its words).
+NOT_RENORMALIZED, ADD_K, RENORMALIZED = "not_renormalized", "add_k", "renormalized"
 WORDS = words(
     "NGRAM_NOT_NORMALIZED",
     not_renormalized=Words(
@@ -23,6 +27,22 @@ WORDS = words(
         "vocabulary)."),
     renormalized=Words("token tilt at {at} is renormalized over the vocabulary"),
 )
+
+
+def _read(e, facts):
+    """A probability tilted toward a hinted token, renormalized or not; add-k smoothing."""
+    if VAL not in e.taint:
+        return []
+    if e.kind == "tilt":
+        if "normalized" in e.flags:
+            return [Verdict("NGRAM_NOT_NORMALIZED", RENORMALIZED, INFO, e.site)]
+        return [Verdict("NGRAM_NOT_NORMALIZED", NOT_RENORMALIZED, FAIL, e.site)]
+    if e.kind == "smoothing":
+        return [Verdict("NGRAM_NOT_NORMALIZED", ADD_K, FAIL, e.site)]
+    return []
+
+
+recognizer("NGRAM_NOT_NORMALIZED", _read, shape=True)
 
 
 @check("NGRAM_NOT_NORMALIZED")

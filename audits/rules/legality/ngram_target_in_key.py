@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from audits.legality.judge import INFO, Verdict, first_line, recognizer
+from audits.legality.values import TARGET, VAL, kinds
 from audits.registry import C2, FAIL, ILLEGAL, Rule, Words, check, issue, pr, rules, words
 from audits.rules.legality.evidence import findings
 
@@ -11,6 +13,8 @@ RULES = rules(
          (pr(779, "ruled disallowed"), issue(677), pr(1514, "the legal renormalized tilt")), (C2,),
         level=ILLEGAL),
 )
+# Its readings (the keys of its words).
+TARGET_IN_KEY, CONTEXT_KEY = "target_in_key", "context_key"
 WORDS = words(
     "NGRAM_TARGET_IN_KEY",
     target_in_key=Words(
@@ -21,6 +25,22 @@ WORDS = words(
         origin="its key takes the scored token at {origin}"),
     context_key=Words("n-gram table read at {at} with a key hashed from the context only"),
 )
+
+
+def _read(e, facts):
+    """A table read with a hashed key while validation tokens are scored: is the scored token in
+    the key?"""
+    if e.kind != "lookup" or VAL not in e.taint:
+        return []
+    if TARGET in e.taint:
+        made = sorted((label[1] for label in kinds(e.taint, "keyed")), key=first_line)
+        return [Verdict("NGRAM_TARGET_IN_KEY", TARGET_IN_KEY, FAIL, e.site, origin=made[0] if made else None)]
+    if "module" in e.flags:
+        return []
+    return [Verdict("NGRAM_TARGET_IN_KEY", CONTEXT_KEY, INFO, e.site)]
+
+
+recognizer("NGRAM_TARGET_IN_KEY", _read, shape=True)
 
 
 @check("NGRAM_TARGET_IN_KEY")

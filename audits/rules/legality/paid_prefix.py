@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from audits.legality import operators
+from audits.legality.judge import Verdict, first_line, recognizer
+from audits.legality.values import VAL, kinds
 from audits.registry import C1, FAIL, ILLEGAL, Rule, Words, check, pr, readme, rules, words
 from audits.rules.legality.evidence import findings
 
@@ -10,6 +13,8 @@ RULES = rules(
          "Validation tokens are not stored in the artifact.",
          (readme("FAQ, paid prefix"), pr(168), pr(262)), (C1,), level=ILLEGAL),
 )
+# Its readings (the keys of its words).
+SAVED, ANSWERS_READ = "saved", "answers_read"
 WORDS = words(
     "PAID_PREFIX",
     saved=Words(
@@ -22,6 +27,20 @@ WORDS = words(
         "The artifact may hold only the model and code: score every token by the model's "
         "prediction.", origin="the stored tokens are decompressed at {origin}"),
 )
+
+
+def _read(e, facts):
+    """The scored validation token compared with tokens stored in the artifact; validation tokens
+    written into it."""
+    if e.kind == "stored" and operators.is_stored(e.taint) and VAL in e.state:
+        unpacked = sorted((label[1] for label in kinds(e.taint, "unpacked")), key=first_line)
+        return [Verdict("PAID_PREFIX", ANSWERS_READ, FAIL, e.site, origin=unpacked[0] if unpacked else None)]
+    if e.kind == "sink" and VAL in e.taint and operators.written_data(e.taint):
+        return [Verdict("PAID_PREFIX", SAVED, FAIL, e.site, detail=e.detail)]
+    return []
+
+
+recognizer("PAID_PREFIX", _read)
 
 
 @check("PAID_PREFIX")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from audits.legality import order
+from audits.legality.judge import Verdict, recognizer
+from audits.legality.values import VAL
 from audits.registry import C3, FAIL, ILLEGAL, Rule, Words, check, issue, pr, rules, words
 from audits.rules.legality.evidence import findings
 
@@ -10,6 +13,8 @@ RULES = rules(
          "No fine-tuning on validation tokens before they are scored.",
          (pr(1376), issue(677), pr(1902)), (C3,), level=ILLEGAL),
 )
+# Its readings (the keys of its words).
+TRAINED_THEN_SCORED = "trained_then_scored"
 WORDS = words(
     "PREQUANT_TTT_ON_VAL",
     trained_then_scored=Words(
@@ -18,6 +23,16 @@ WORDS = words(
         "each chunk first, then train on it.",
         origin="the fine-tune begins at {origin}"),
 )
+
+
+def _read(e, facts):
+    """A fine-tune of its own on validation tokens, after training, before they are scored."""
+    if e.kind == "judgment" and e.detail == order.FINE_TUNED_AFTER_TRAINING and VAL in e.taint and VAL in e.state:
+        return [Verdict("PREQUANT_TTT_ON_VAL", TRAINED_THEN_SCORED, FAIL, e.site, e.other, origin=e.opening)]
+    return []
+
+
+recognizer("PREQUANT_TTT_ON_VAL", _read, order=True)
 
 
 @check("PREQUANT_TTT_ON_VAL")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from audits.legality.judge import Verdict, recognizer
+from audits.legality.values import VAL, is_score, kinds
 from audits.registry import C1, FAIL, ILLEGAL, Rule, Words, check, pr, rules, words
 from audits.rules.legality.evidence import findings
 from audits.rules.legality.native_evidence import native_findings
@@ -11,6 +13,8 @@ RULES = rules(
          "No mixture or tilt whose gate reads the token being scored.",
          (pr(1967), pr(2018)), (C1,), level=ILLEGAL),
 )
+# Its readings (the keys of its words).
+GATE_READS_TARGET, NATIVE_GATE = "gate_reads_target", "native_gate"
 WORDS = words(
     "REALIZED_TOKEN_GATE",
     gate_reads_target=Words(
@@ -24,6 +28,21 @@ WORDS = words(
         "Gate on the context (the previous token, the state before the position), never on the "
         "token the position predicts."),
 )
+
+
+def _read(e, facts):
+    """A gate read from the scored token that reached a score of validation tokens: a table lookup
+    always counts; a comparison only where it weighted a probability, since a padding mask on the
+    NLL is a comparison too. (A mixture over the token's own bytes is its own rule.)"""
+    if not is_score(e) or VAL not in e.taint or kinds(e.taint, "bytes"):
+        return []
+    gates = {label[1] for label in kinds(e.taint, "gated")}
+    gates |= {label[1] for label in kinds(e.taint, "gate") if label[2] == "lookup"}
+    return [Verdict("REALIZED_TOKEN_GATE", GATE_READS_TARGET, FAIL, site, e.site)
+            for site in sorted(gates, key=lambda s: s.path)]
+
+
+recognizer("REALIZED_TOKEN_GATE", _read, shape=True)
 
 
 @check("REALIZED_TOKEN_GATE")
@@ -51,5 +70,5 @@ def realized_token_gate(sub, options):
     function the loop calls is not seen.
     """
     yield from findings(sub, "REALIZED_TOKEN_GATE")
-    yield from native_findings(sub, "REALIZED_TOKEN_GATE", "gate", "native_gate")
+    yield from native_findings(sub, "REALIZED_TOKEN_GATE", "gate", NATIVE_GATE)
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from audits.legality import order
+from audits.legality.judge import WARN, Verdict, recognizer
+from audits.legality.values import VAL
 from audits.registry import C1, C3, FAIL, ILLEGAL, Rule, Words, check, issue, pr, rules, words
 from audits.rules.legality.evidence import findings
 
@@ -11,6 +14,8 @@ RULES = rules(
          "score them.",
          (pr(1240, "proof of the violation"), issue(1336)), (C1, C3), level=ILLEGAL),
 )
+# Its readings (the keys of its words).
+OWN_TARGETS, CONTEXT_ONLY = "own_targets", "context_only"
 WORDS = words(
     "SLOT",
     own_targets=Words(
@@ -23,6 +28,18 @@ WORDS = words(
         "Context-only SLOT has no ruling yet (issue #1336); expect review.",
         link="https://github.com/openai/parameter-golf/issues/1336"),
 )
+
+
+def _read(e, facts):
+    """Parameters made for each window fitted on validation tokens before they are scored."""
+    if e.kind != "judgment" or e.detail != order.WINDOW_FIT or not (VAL in e.taint and VAL in e.state):
+        return []
+    if "context_only" in e.flags:
+        return [Verdict("SLOT", CONTEXT_ONLY, WARN, e.site, e.other)]
+    return [Verdict("SLOT", OWN_TARGETS, FAIL, e.site, e.other)]
+
+
+recognizer("SLOT", _read, shape=True, order=True)
 
 
 @check("SLOT")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from audits.legality import order
+from audits.legality.judge import Verdict, recognizer
+from audits.legality.values import TRAIN, VAL, is_score
 from audits.registry import FAIL, ILLEGAL, Rule, Words, check, readme, rules, words
 from audits.rules.legality.evidence import findings
 
@@ -10,6 +13,8 @@ RULES = rules(
          "Training shards are not read during evaluation.",
          (readme("FAQ, evaluation"),), level=ILLEGAL),
 )
+# Its readings (the keys of its words).
+TRAINS_WHILE_SCORING, IN_SCORE = "trains_while_scoring", "in_score"
 WORDS = words(
     "TRAIN_DATA_AT_EVAL",
     trains_while_scoring=Words(
@@ -22,6 +27,21 @@ WORDS = words(
         "Build anything derived from training data during training and store it in the artifact; "
         "evaluation may not read training shards."),
 )
+
+
+def _read(e, facts):
+    """An adaptation on the scored tokens that also trains on training data (a training step on
+    training data alone, between periodic validation passes, is the baseline's schedule);
+    training data in a score of validation tokens."""
+    if e.kind == "judgment" and e.detail == order.MIXED_WITH_OTHER_DATA:
+        if TRAIN in e.taint and VAL in e.taint and VAL in e.state:
+            return [Verdict("TRAIN_DATA_AT_EVAL", TRAINS_WHILE_SCORING, FAIL, e.site, e.other)]
+    elif is_score(e) and VAL in e.taint and TRAIN in e.taint:
+        return [Verdict("TRAIN_DATA_AT_EVAL", IN_SCORE, FAIL, e.site)]
+    return []
+
+
+recognizer("TRAIN_DATA_AT_EVAL", _read, order=True)
 
 
 @check("TRAIN_DATA_AT_EVAL")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from audits.legality import order
+from audits.legality.judge import INFO, WARN, Verdict, recognizer
+from audits.legality.values import VAL, is_update
 from audits.registry import C3, FAIL, ILLEGAL, Rule, Words, check, issue, pr, readme, rules, words
 from audits.rules.legality.evidence import findings
 
@@ -14,6 +17,9 @@ RULES = rules(
 
 _HINT = ("Score each chunk once, under torch.no_grad(), before any update that uses it; train on it "
          "only after that (and keep any epoch loop inside, after the scoring).")
+# Its readings (the keys of its words).
+ADAPT_THEN_SCORE, SCORED_AGAIN, ADAPT_PASS, RESCORED_AFTER_PASS, MULTI_EPOCH, SCORE_FIRST = (
+    "adapt_then_score", "scored_again", "adapt_pass", "rescored_after_pass", "multi_epoch", "score_first")
 WORDS = words(
     "TTT_SCORE_AFTER_ADAPT",
     adapt_then_score=Words(
@@ -36,6 +42,28 @@ WORDS = words(
         "legal score-first adaptation at {at}: the tokens it trains on were scored before, at "
         "{other}"),
 )
+
+
+def _read(e, facts):
+    """Model or adapter parameters trained on validation tokens before they are scored (or scored
+    again after); an update repeated on tokens scored before it; the legal score-first update."""
+    if e.kind == "judgment" and VAL in e.taint and VAL in e.state:
+        if e.detail == order.ADAPTED_FIRST:
+            kind = (RESCORED_AFTER_PASS if "rescored" in e.flags else ADAPT_PASS if "pass" in e.flags
+                    else SCORED_AGAIN if "again" in e.flags else ADAPT_THEN_SCORE)
+            return [Verdict("TTT_SCORE_AFTER_ADAPT", kind, FAIL, e.site, e.other,
+                            origin=e.opening if kind == ADAPT_PASS else None)]
+        if e.detail == order.REPEATED_PASS and id(e.site.inner) in facts.resolved:
+            return [Verdict("TTT_SCORE_AFTER_ADAPT", MULTI_EPOCH, WARN, e.site)]
+    if (is_update(e) and VAL in e.taint and "broken" not in e.flags and "resolved" in e.flags
+            and not order.tensor_only(e.state)):
+        return [Verdict("TTT_SCORE_AFTER_ADAPT", SCORE_FIRST, INFO, e.site, e.other)]
+    return []
+
+
+# A helper's pass that its caller placed after export or training is judged there: its
+# score-first note in the helper goes (as for any pass found to break the order).
+recognizer("TTT_SCORE_AFTER_ADAPT", _read, shape=True, order=True, placed=frozenset({SCORE_FIRST}))
 
 
 @check("TTT_SCORE_AFTER_ADAPT")

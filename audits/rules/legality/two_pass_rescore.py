@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from audits.legality import order
+from audits.legality.judge import Verdict, recognizer
+from audits.legality.values import VAL, is_score, kinds
 from audits.registry import C4, FAIL, ILLEGAL, Rule, Words, check, pr, rules, words
 from audits.rules.legality.evidence import findings
 
@@ -10,6 +13,8 @@ RULES = rules(
          "Each token is scored once; no second pass and no picking the better pass.",
          (pr(846), pr(853), pr(959), pr(659)), (C4,), level=ILLEGAL),
 )
+# Its readings (the keys of its words).
+SECOND_PASS, RESCORED_AFTER_ADAPT, BETTER_OF_TWO = "second_pass", "rescored_after_adapt", "better_of_two"
 WORDS = words(
     "TWO_PASS_RESCORE",
     second_pass=Words(
@@ -26,6 +31,21 @@ WORDS = words(
         "Commit to one prediction per token, or mix predictors with weights computed from the "
         "context only."),
 )
+
+
+def _read(e, facts):
+    """Validation tokens scored in a second pass (after a pass that scored them, or filled a table
+    from them); a score that picks the better of two losses."""
+    if e.kind == "judgment" and e.detail == order.SCORED_TWICE and VAL in e.taint and VAL in e.state:
+        kind = RESCORED_AFTER_ADAPT if "pass" in e.flags else SECOND_PASS
+        return [Verdict("TWO_PASS_RESCORE", kind, FAIL, e.site, e.other)]
+    if is_score(e) and VAL in e.taint:
+        return [Verdict("TWO_PASS_RESCORE", BETTER_OF_TWO, FAIL, label[1], e.site)
+                for label in kinds(e.taint, "select")]
+    return []
+
+
+recognizer("TWO_PASS_RESCORE", _read, shape=True)
 
 
 @check("TWO_PASS_RESCORE")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from audits.legality import order
+from audits.legality.judge import WARN, Verdict, recognizer
+from audits.legality.values import TRAIN, VAL, is_update
 from audits.registry import FAIL, ILLEGAL, Rule, Words, check, found, readme, rules, words
 from audits.rules.legality.evidence import findings
 from audits.submission import runsettings
@@ -14,6 +17,9 @@ RULES = rules(
 
 _HINT = ("Train only on fineweb_train_* shards; validation tokens may be trained on only after they "
          "are scored.")
+# Its readings (the keys of its words).
+TRAINED_BEFORE_SCORED, PREBUILT_TABLE, MIXED_INTO_TRAINING, NEVER_SCORED, THROWN_AWAY = (
+    "trained_before_scored", "prebuilt_table", "mixed_into_training", "never_scored", "thrown_away")
 WORDS = words(
     "VAL_DATA_IN_TRAINING",
     trained_before_scored=Words(
@@ -32,6 +38,25 @@ WORDS = words(
         "nothing it touched reaches the scored model",
         "Warm up on training tokens or random ids; the compile does not need validation data."),
 )
+
+
+def _read(e, facts):
+    """A pass of its own trained on validation tokens (or a table filled from them) before they are
+    scored; an update on validation tokens never scored before it."""
+    if e.kind == "judgment" and e.detail == order.TRAINED_BEFORE_SCORED and VAL in e.taint and VAL in e.state:
+        kind = PREBUILT_TABLE if "prebuilt" in e.flags else TRAINED_BEFORE_SCORED
+        return [Verdict("VAL_DATA_IN_TRAINING", kind, FAIL, e.site, e.other)]
+    if not is_update(e) or VAL not in e.taint or e.flags & {"broken", "resolved", "judged", "passed"}:
+        return []  # (judged where its order was found; scored before it; or found to break the order)
+    if TRAIN not in e.taint and "dropped" in e.flags:
+        return [Verdict("VAL_DATA_IN_TRAINING", THROWN_AWAY, WARN, e.site)]
+    kind = MIXED_INTO_TRAINING if TRAIN in e.taint else NEVER_SCORED
+    return [Verdict("VAL_DATA_IN_TRAINING", kind, FAIL, e.site)]
+
+
+# A helper's pass that its caller placed after export or training is judged there, by other rules.
+recognizer("VAL_DATA_IN_TRAINING", _read, order=True, placed=frozenset(
+    {TRAINED_BEFORE_SCORED, PREBUILT_TABLE, MIXED_INTO_TRAINING, NEVER_SCORED, THROWN_AWAY}))
 
 
 @check("VAL_DATA_IN_TRAINING")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from audits import catalogue  # noqa: F401  (loads the rules, whose recognizers the analysis runs)
 from audits.findings import Severity
 from audits.legality import analyse_sources
 
