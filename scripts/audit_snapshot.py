@@ -42,8 +42,8 @@ def _legality_folders() -> list[tuple[str, Path]]:
     if CASES.exists():
         shutil.rmtree(CASES)
     found = []
-    for sub in ("legality", "legality_heldout"):
-        for path in sorted((FIXTURES / sub).iterdir()):
+    for sub in ("legality", "legality_heldout"):  # each grouped in folders by rule
+        for path in sorted(p for rule in (FIXTURES / sub).iterdir() if rule.is_dir() for p in rule.iterdir()):
             folder = CASES / sub / path.stem
             if path.is_dir():
                 shutil.copytree(path, folder)

@@ -1,5 +1,5 @@
-"""Start a new rule: its row, documentation stub and check in its family's home, and the fixtures
-or tests that will prove it.
+"""Start a new rule: its row, documentation stub and check in its family's home, its line in the
+catalogue test, and the fixtures or tests that will prove it.
 
     python scripts/new_rule.py ANSWER_PEEK --family legality --severity FAIL --level ILLEGAL \
         --summary "No score reads the answer before predicting it." --condition C1
@@ -7,11 +7,14 @@ or tests that will prove it.
         --summary "Every seed's log reaches its final score line."
 
 A legality rule gets its own module in audits/rules/legality/ (registered in the package's
-__init__ after the other rules), one violating and one legal fixture in tests/fixtures/legality/
-with `# fixture:` and `# expect:` markers (tests/audits/legality/test_fixtures.py picks them up; it asks
-for a second violation). Another family gets the row and check appended to audits/rules/FAMILY.py
-and a test file with a failing test and a quiet test to fill in. Every generated piece fails the
-test suite until it is written for real: the check yields nothing, the fixtures mark nothing.
+__init__ after the other rules) with its row, a reading and its words, a recognizer that reads no
+event yet (it decides which of the analysis' events make the rule's verdicts) and its check; and
+one violating and one legal fixture in tests/fixtures/legality/RULE_ID_LOWER/ with `# fixture:` and
+`# expect:` markers (tests/audits/legality/test_fixtures.py picks them up; it asks for a second
+violation). Another family gets the row and check appended to audits/rules/FAMILY.py and a test
+file with a failing test and a quiet test to fill in. Every rule gets its severity (and its #1017
+conditions) in tests/audits/test_catalogue.py. Every generated piece fails the test suite until it
+is written for real: the recognizer reads nothing, the fixtures mark nothing.
 """
 
 from __future__ import annotations
@@ -50,13 +53,25 @@ def row(rule_id: str, severity: str, level: str, family: str, summary: str,
 
 def legality_module(rule_id: str, severity: str, level: str, summary: str,
                     conditions: list[str]) -> str:
-    names = sorted({"Rule", "check", "pgolf", "rules", severity, level, *conditions},
+    names = sorted({"Rule", "Words", "check", "pgolf", "rules", "words", severity, level, *conditions},
                    key=lambda s: (s[0].islower(), s))
     return (f'"""{rule_id}: the rule, its words and its check."""\n\n'
             "from __future__ import annotations\n\n"
+            "from audits.legality.judge import recognizer\n"
             f"from audits.registry import {', '.join(names)}\n"
             "from audits.rules.legality.evidence import findings\n\n"
-            f"RULES = rules(\n{row(rule_id, severity, level, 'legality', summary, conditions)})\n\n\n"
+            f"RULES = rules(\n{row(rule_id, severity, level, 'legality', summary, conditions)})\n"
+            "# Its readings (the keys of its words).\n"
+            'FOUND = "found"\n'
+            "WORDS = words(\n"
+            f'    "{rule_id}",\n'
+            '    found=Words("TODO: what happens at {at}", "TODO: what to do instead"),\n'
+            ")\n\n\n"
+            "def _read(e, facts):\n"
+            '    """TODO: which events (audits/legality/values.py\'s Event, order.py\'s judgments) make\n'
+            f"    its verdicts, such as `[Verdict(\"{rule_id}\", FOUND, {severity}, e.site)]`.\"\"\"\n"
+            "    return []\n\n\n"
+            f'recognizer("{rule_id}", _read)\n\n\n'
             f'@check("{rule_id}")\n'
             f"def {rule_id.lower()}(sub, options):\n{DOC}\n"
             f'    yield from findings(sub, "{rule_id}")\n')
@@ -88,8 +103,35 @@ def family_test(rule_id: str, family: str) -> str:
 def write_new(path: Path, text: str) -> None:
     if path.exists():
         raise SystemExit(f"error: {path.relative_to(ROOT)} exists; choose another rule id")
+    path.parent.mkdir(exist_ok=True)
     path.write_text(text)
     print(f"wrote {path.relative_to(ROOT)}")
+
+
+def catalogue_test(text: str, rule_id: str, severity: str, conditions: list[str]) -> str:
+    """tests/audits/test_catalogue.py with the rule's severity in SPEC and its #1017 conditions, if
+    any, in CONDITIONS (both dicts end with a closing brace)."""
+    head, sep, tail = text.partition("\n}\nCONDITIONS = {")
+    body, brace, rest = tail.partition("}\n")
+    if not brace:
+        raise SystemExit("error: no `SPEC = {...}` then `CONDITIONS = {...}` in tests/audits/test_catalogue.py")
+    if conditions:
+        codes = ", ".join(f'"{c}"' for c in conditions) + ("," if len(conditions) == 1 else "")
+        body += f',\n              "{rule_id}": ({codes})'
+    return f'{head}\n    "{rule_id}": "{severity}",{sep}{body}{brace}{rest}'
+
+
+def add_to_family(rule_id: str, args) -> None:
+    module = RULES / f"{args.family}.py"
+    text = module.read_text()
+    head, sep, tail = text.partition("\n)\n")  # the end of the family's RULES = rules(...) block
+    if not sep:
+        raise SystemExit(f"error: no `RULES = rules(...)` block in {module.relative_to(ROOT)}")
+    module.write_text(head + "\n" + row(rule_id, args.severity, args.level, args.family,
+                                        args.summary, args.condition).rstrip("\n") + sep + tail.rstrip("\n")
+                      + family_check(rule_id))
+    print(f"added the row and a check stub to {module.relative_to(ROOT)} (import what it names)")
+    write_new(ROOT / "tests" / "audits" / "rules" / f"test_{rule_id.lower()}.py", family_test(rule_id, args.family))
 
 
 def main() -> int:
@@ -110,6 +152,8 @@ def main() -> int:
     if rule_id in catalogue.BY_ID:
         raise SystemExit(f"error: {rule_id} is registered already; IDs are never reused")
     name = rule_id.lower()
+    spec = ROOT / "tests" / "audits" / "test_catalogue.py"
+    expected = catalogue_test(spec.read_text(), rule_id, args.severity, args.condition)
     if args.family == "legality":
         write_new(RULES / "legality" / f"{name}.py",
                   legality_module(rule_id, args.severity, args.level, args.summary, args.condition))
@@ -117,20 +161,13 @@ def main() -> int:
         text = init.read_text()
         init.write_text(text.replace("\n)\n", f"\n    {name},\n)\n", 1))
         print(f"registered it in {init.relative_to(ROOT)}")
-        fixtures = ROOT / "tests" / "fixtures" / "legality"
+        fixtures = ROOT / "tests" / "fixtures" / "legality" / name
         write_new(fixtures / f"{name}_violation.py", legality_fixture(rule_id, "violation"))
         write_new(fixtures / f"{name}_legal.py", legality_fixture(rule_id, "legal"))
-        return 0
-    module = RULES / f"{args.family}.py"
-    text = module.read_text()
-    head, sep, tail = text.partition("\n)\n")  # the end of the family's RULES = rules(...) block
-    if not sep:
-        raise SystemExit(f"error: no `RULES = rules(...)` block in {module.relative_to(ROOT)}")
-    module.write_text(head + "\n" + row(rule_id, args.severity, args.level, args.family,
-                                        args.summary, args.condition).rstrip("\n") + sep + tail.rstrip("\n")
-                      + family_check(rule_id))
-    print(f"added the row and a check stub to {module.relative_to(ROOT)} (import what it names)")
-    write_new(ROOT / "tests" / "audits" / "rules" / f"test_{name}.py", family_test(rule_id, args.family))
+    else:
+        add_to_family(rule_id, args)
+    spec.write_text(expected)
+    print(f"added it to SPEC{' and CONDITIONS' if args.condition else ''} in {spec.relative_to(ROOT)}")
     return 0
 
 

@@ -1,6 +1,8 @@
 """The legality fixtures: small training scripts in tests/fixtures/legality, each declaring what it
 demonstrates (`# fixture: RULE violation|legal|contested|dead`) and marking the lines findings
 must point at (`# expect: RULE SEVERITY`). A folder fixture is a submission of several scripts.
+They are grouped by rule: a fixture lives in the folder of the first rule it declares (its id in
+lower case, the name of the rule's module).
 
 Shared by the tests and by benchmarks/legality_scores.py (precision and recall on the fixtures).
 """
@@ -42,7 +44,7 @@ class Fixture:
 
 def fixtures(root: Path = ROOT) -> list[Fixture]:
     found = []
-    for path in sorted(root.iterdir()):
+    for path in sorted(p for folder in root.iterdir() if folder.is_dir() for p in folder.iterdir()):
         if path.suffix != ".py" and not path.is_dir():
             continue
         roles, expected = [], set()

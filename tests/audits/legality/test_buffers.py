@@ -4,7 +4,7 @@ legal home of a table built from training data); a buffer the state dict leaves 
 from legality_fixtures import ROOT
 from support import audit_findings, by_rule, write_folder
 
-SOURCE = (ROOT / "train_table_in_buffer.py").read_text()
+SOURCE = (ROOT / "train_data_at_eval" / "train_table_in_buffer.py").read_text()
 REGISTER = 'self.register_buffer("prior", torch.full((V, V), 1.0 / V))'
 
 

@@ -7,7 +7,7 @@ import collections
 
 import pytest
 
-from tests.legality_fixtures import RULES, audit, fixtures, observed, problems
+from tests.legality_fixtures import HELD_OUT, ROOT, RULES, audit, fixtures, observed, problems
 
 FIXTURES = fixtures()
 
@@ -39,6 +39,14 @@ def test_every_rule_has_two_violations_and_a_legal_twin():
     for rule in RULES:
         assert roles[rule]["violation"] >= 2, f"{rule}: fewer than two violating fixtures"
         assert roles[rule]["legal"] >= 1, f"{rule}: no legal twin"
+
+
+def test_each_fixture_lives_in_the_folder_of_the_first_rule_it_declares():
+    for root in (ROOT, HELD_OUT):
+        assert {p.name for p in root.iterdir() if not p.is_dir()} <= {"README.md"}, root
+        for fixture in fixtures(root):
+            assert fixture.roles, f"{fixture.path}: no `# fixture:` line"
+            assert fixture.path.parent.name == fixture.roles[0][0].lower(), fixture.path
 
 
 def test_violations_are_marked_and_legal_twins_are_quiet():

@@ -6,7 +6,7 @@ tokens is the training's log, not a score."""
 from legality_fixtures import ROOT
 from support import audit_findings, by_rule, write_folder
 
-SHARED = (ROOT / "ttt_shared_forward_last_epoch.py").read_text()
+SHARED = (ROOT / "ttt_score_after_adapt" / "ttt_shared_forward_last_epoch.py").read_text()
 _LOOP = SHARED[SHARED.index("def adapt_and_score"):SHARED.index("def main")]
 # The chunk is scored by a forward of its own first; the epochs then train on it, keeping the
 # last epoch's training loss for the log.

@@ -17,9 +17,9 @@ SNAPSHOT = Path(__file__).parent / "snapshots" / "legality_review.md"
 def review(tmp_path) -> str:
     folder = tmp_path / "2026-05-01_review"
     folder.mkdir()
-    for name in ("ttt_epochs_outside.py", "smear_bos_masked.py"):
+    for name in ("ttt_score_after_adapt/ttt_epochs_outside.py", "bos_cross_doc_leak/smear_bos_masked.py"):
         source = (ROOT / name).read_text()
-        (folder / ("train_gpt.py" if name.startswith("ttt") else "model_parts.py")).write_text(source)
+        (folder / ("train_gpt.py" if name.startswith("ttt_") else "model_parts.py")).write_text(source)
     options = AuditOptions(only=frozenset(RULES))
     return render_markdown(AuditReport(options, [audit_submission(load(folder), options)]))
 

@@ -170,7 +170,7 @@ def test_calibration_on_validation_names_the_call_that_passes_the_validation_tok
 
 # The stored answers come back in a loader; the scoring loop compares them with the target many
 # lines later. The decompression shows what the artifact holds; the comparison stays in evidence.
-STORED_ANSWERS = (Path(__file__).parents[2] / "fixtures" / "legality" / "paid_prefix_stored_answers.py").read_text(
+STORED_ANSWERS = (Path(__file__).parents[2] / "fixtures" / "legality" / "paid_prefix" / "paid_prefix_stored_answers.py").read_text(
     encoding="utf-8")
 
 

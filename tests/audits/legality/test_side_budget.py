@@ -9,7 +9,7 @@ from support import audit_findings, by_rule, write_folder
 from audits import legality
 from tests.legality_fixtures import ROOT
 
-SLOT = (ROOT / "slot_delta_adamw.py").read_text()
+SLOT = (ROOT / "slot" / "slot_delta_adamw.py").read_text()
 ENTRY = "import glob\nimport os\n\nimport helper\n\nif __name__ == '__main__':\n    helper.main()\n"
 
 

@@ -6,7 +6,7 @@ from audits.report import render_github
 from audits.submission import codesize
 from legality_fixtures import ROOT
 
-SLOT = (ROOT / "slot_delta_adamw.py").read_text()
+SLOT = (ROOT / "slot" / "slot_delta_adamw.py").read_text()
 
 
 def _annotations(folder, **options):

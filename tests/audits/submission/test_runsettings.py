@@ -4,7 +4,7 @@ turned the setting on: its launch script, its README's command, its logs' hyperp
 from legality_fixtures import ROOT
 from support import audit_findings, by_rule, write_folder
 
-SLOT = (ROOT / "slot_delta_adamw.py").read_text()
+SLOT = (ROOT / "slot" / "slot_delta_adamw.py").read_text()
 _LOOP = """        for _ in range(SLOT_STEPS):
             logits = model.lm_head(h + delta)
             loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1))
