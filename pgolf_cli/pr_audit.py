@@ -8,16 +8,18 @@ audited with the whole change (the one-folder rule). The clone's work tree is ne
 from __future__ import annotations
 
 import contextlib
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 from audits import api, timelimit
 from audits.context import AuditOptions
 from audits.engine import AuditReport
+from audits.smoke import tempdirs
 from audits.submission import Problem, Submission, display_name
 from audits.submission.gitdiff import added_folders, changed_paths
 from pgolf_cli import gittree, pulls
+
+PREFIX = "pgolf-pr-"  # the temporary folder a PR's folders are written into
 
 
 @contextlib.contextmanager
@@ -28,8 +30,8 @@ def pr_report(repo: Path, number: int, base: str | None, options: AuditOptions,
     read them again."""
     head = pulls.pr_head(repo, number)
     base_commit = pulls.pr_base(repo, head, base)
-    with tempfile.TemporaryDirectory(prefix="pgolf-pr-") as tmp:
-        tree = Path(tmp) / f"pr-{number}"
+    with tempdirs.locked(PREFIX) as tmp:
+        tree = tmp / f"pr-{number}"
         with timelimit.limit(time_limit):
             try:
                 subs = change_at(repo, base_commit, head, tree)

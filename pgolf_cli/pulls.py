@@ -24,7 +24,8 @@ REMOTES = ("upstream", "origin")  # in a fork's clone, upstream is the challenge
 FETCH_TIMEOUT = 300
 _PR_REF = re.compile(r"refs/pull/(\d+)/head")
 _MERGE_SUBJECT = re.compile(r"^Merge (?:pull request|PR) #(\d+)\b:?\s*(.*)$")
-_SQUASH_SUBJECT = re.compile(r"^(.*?)\s*\(#(\d+)\)\s*$")
+# the title ends on a non-space: a lazy title before optional spaces is quadratic in a run of them
+_SQUASH_SUBJECT = re.compile(r"^((?:.*?\S)??)\s*\(#(\d+)\)\s*$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,19 +49,19 @@ def resolve_base(repo: Path, base: str | None) -> str:
 
 
 def pr_base(repo: Path, head: str, base: str | None) -> str:
-    """The commit a PR's change is read against: `base` as given; else main, or for a PR already
-    merged into main the main it was merged into (the first parent of the first commit on main's
-    first-parent line that contains it), since against today's main its change is empty."""
+    """The commit a PR's change is read against: `base` (default main); for a PR already merged
+    into it, the base it was merged into (the first parent of the first commit on its first-parent
+    line that contains the PR), since against the base of today its change is empty."""
     main = resolve_base(repo, base)
-    if base is not None or head == main or not _is_ancestor(repo, head, main):
+    if head == main or not _is_ancestor(repo, head, main):
         return main
     after = set(git(repo, "rev-list", "--ancestry-path", f"{head}..{main}").decode().split())
     line = git(repo, "rev-list", "--first-parent", main).decode().split()  # newest first
     landing = next(c for c in reversed(line) if c in after)
     before = git(repo, "rev-parse", f"{landing}^1").decode().strip()
     if before == head:
-        raise InputError(f"{head[:12]} was fast-forwarded into main, which does not say where the PR "
-                         "began; give --base the commit before it")
+        raise InputError(f"{head[:12]} was fast-forwarded into {base or 'main'}, which does not say "
+                         "where the PR began; give --base the commit before it")
     return before
 
 

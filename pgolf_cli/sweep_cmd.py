@@ -7,6 +7,7 @@ import hashlib
 import os
 import re
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -80,6 +81,7 @@ def sweep_command(repo, prs, unmerged, records, base, out, jobs, timeout, memory
     if sum((prs is not None, unmerged, records)) > 1:
         raise click.UsageError("give one of --prs A-B, --open, --records")
     from audits.context import AuditOptions  # the audit loads here, not for --help
+    from audits.smoke import tempdirs
     from audits.submission import InputError
     from pgolf_cli import pulls
     from pgolf_cli.sweep import table
@@ -104,6 +106,8 @@ def sweep_command(repo, prs, unmerged, records, base, out, jobs, timeout, memory
     with _progress(len(cases)) as advance:
         def done(index: int, result: object) -> None:
             results[index] = result
+            if isinstance(result, pool.Failure):  # its worker was killed: its folders go now
+                tempdirs.remove_stale(Path(tempfile.gettempdir()), tempdirs.STALE)
             advance(result)
         pool.run([(case, settings) for case in cases], audit_case, workers=jobs, timeout_s=timeout,
                  memory_bytes=(memory or _default_memory_mib(jobs)) * 2**20, done=done)

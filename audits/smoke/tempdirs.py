@@ -4,7 +4,7 @@ killed.
 `make` creates a folder and holds an exclusive `flock` on it for as long as its owner runs (the
 kernel drops the lock when the owner dies, SIGKILL included); `stale` finds the folders of a
 pattern whose lock nobody holds, and `remove_stale` removes them; `sigterm_unwinds` has
-SIGTERM remove the folders as Ctrl-C does. `remove_tree` removes a folder without recursion
+SIGTERM remove the folders as Ctrl-C does; `locked` does all three for one block. `remove_tree` removes a folder without recursion
 and by file descriptor, so a 3,000-deep tree (paths far over PATH_MAX), unwritable folders and
 links are all handled; it never follows a link and never enters another mount.
 """
@@ -67,6 +67,24 @@ def remove_stale(parent: Path, pattern: str) -> list[Path]:
         release(path, fd)
         removed.append(path)
     return removed
+
+
+SUFFIX = ".flock"  # of the folders `locked` makes; an older pgolf's, never locked, lack it
+STALE = "pgolf-*" + SUFFIX  # every such folder of pgolf's (pr, sweep, smoke)
+
+
+@contextlib.contextmanager
+def locked(prefix: str) -> Iterator[Path]:
+    """A new folder in the system's temporary directory for the block, removed when the block
+    ends, on SIGTERM too; the locked folders of pgolf that killed runs left are removed first."""
+    parent = Path(tempfile.gettempdir())
+    remove_stale(parent, STALE)
+    with sigterm_unwinds():
+        path, fd = make(prefix, suffix=SUFFIX, parent=parent)
+        try:
+            yield path
+        finally:
+            release(path, fd)
 
 
 def _lock(fd: int) -> bool:

@@ -67,6 +67,10 @@ def load_run(path: Path) -> Run:
         if not (path / name).is_file():
             raise PackageError(f"{label} has no {name}, so it is not a finished run folder of "
                                "`pgolf train`; give the RUN_DIR it wrote")
+        # a link out of the run would ship a file the run did not write (any file this user reads)
+        if not (path / name).resolve().is_relative_to(path.resolve()):
+            raise PackageError(f"{label}/{name} links to {(path / name).resolve()}, outside the run "
+                               "folder; package the run that wrote it")
     log_bytes, cut = submission_mod.read_bounded(path / RUN_LOG, submission_mod.LOG_LIMIT)
     if cut:
         raise PackageError(f"{label}/{RUN_LOG} is over {submission_mod.LOG_LIMIT // 2**20} MiB; that "

@@ -14,7 +14,6 @@ import hashlib
 import importlib.metadata
 import json
 import platform
-import tempfile
 from pathlib import Path
 
 import audits
@@ -23,10 +22,12 @@ from audits.context import AuditOptions
 from audits.engine import SubmissionReport
 from audits.report.paths import repo_location
 from audits.report.review import render_review
+from audits.smoke import tempdirs
 from audits.submission.gitdiff import added_folders, changed_paths, git
 from pgolf_cli import gittree, pr_audit, pulls
 from pgolf_cli.files import write_atomic
 
+PREFIX = "pgolf-sweep-"  # the temporary folder a case's folders are written into
 MAX_LISTED = 50  # findings kept per row for the table's details
 
 
@@ -83,8 +84,8 @@ def audit_case(job: tuple[Case, Settings]) -> dict:
 
 
 def _audit(case: Case, s: Settings, base: str | None, changes) -> dict:
-    with tempfile.TemporaryDirectory(prefix="pgolf-sweep-") as tmp:
-        tree = Path(tmp) / "tree"
+    with tempdirs.locked(PREFIX) as tmp:
+        tree = tmp / "tree"
         if case.folder is not None:
             missing = gittree.extract(s.repo, case.head, case.folder, tree / case.folder)
             subs = [submission.load(tree / case.folder, repo_rel=case.folder)]

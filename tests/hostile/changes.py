@@ -19,6 +19,7 @@ import re
 import shlex
 import subprocess
 import sys
+import time
 import uuid
 import zlib
 from pathlib import Path
@@ -75,6 +76,7 @@ class Change:
 
     def __init__(self, tmp_path: Path, files: dict[str, str | bytes], raw=None, folder: str = FOLDER):
         self.tmp_path = tmp_path
+        self.result = tmp_path / "reaper.json"
         self.folder = folder
         upstream = challenge_repo(tmp_path / "upstream")
         if raw is None:
@@ -104,6 +106,36 @@ class Change:
 
     def run(self, command: str, *extra: str) -> subprocess.CompletedProcess:
         """One of COMMANDS, with `extra` options; the result, checked for containment."""
+        before = self._trees()
+        argv, cwd, env = self._command(command, extra)
+        done = subprocess.run(argv, cwd=cwd, env=env, input=self.changes.encode(),
+                              capture_output=True, timeout=TIME_LIMIT_S + 60)
+        reaped = json.loads(self.result.read_text())
+        output = done.stdout + done.stderr
+        assert self.token.encode() not in output and self.file_secret.encode() not in output
+        assert reaped["returncode"] in (0, 1, 2), (command, done.stderr[-2000:])
+        assert len(done.stderr.strip().splitlines()) <= 1, (command, done.stderr[-2000:])
+        assert b"Traceback" not in output, command
+        assert reaped["leftovers"] == [], command
+        assert list(self.tmpdir.iterdir()) == [], command
+        assert self._trees() == before, command
+        return subprocess.CompletedProcess(argv[-1], reaped["returncode"], done.stdout.decode(), done.stderr.decode())
+
+    def signalled(self, command: str, sig: int, *extra: str) -> dict:
+        """Start the command, send `sig` to pgolf once the smoke import runs; what the reaper saw."""
+        argv, cwd, env = self._command(command, extra)
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + TIME_LIMIT_S
+        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+        while not (children.read_text().split() and any(self.tmpdir.glob("pgolf-smoke-*/area"))):
+            assert time.monotonic() < deadline, "the import never started"
+            time.sleep(0.1)
+        os.kill(int(children.read_text().split()[0]), sig)
+        proc.wait(timeout=TIME_LIMIT_S + 60)
+        return json.loads(self.result.read_text())
+
+    def _command(self, command: str, extra: tuple[str, ...]) -> tuple[list[str], Path, dict[str, str]]:
         folder = shlex.quote(str(self.checkout / self.folder))
         line = {
             "audit": f"pgolf audit {folder} --format json",
@@ -115,24 +147,12 @@ class Change:
         }[command]
         line += "".join(f" {x}" for x in extra)
         cwd = self.checkout if command == "action" else self.tmp_path
-        before = self._trees()
-        result = self.tmp_path / "reaper.json"
         env = {**os.environ, "GITHUB_TOKEN": self.token, "HOME": str(self.home), "TMPDIR": str(self.tmpdir),
                "PGOLF_BASE": self.base, "PGOLF_ARGS": "",
                "PATH": f"{self.bin}:{os.environ['PATH']}", "PYTHONPATH": str(ROOT)}
-        done = subprocess.run([sys.executable, str(HERE / "reaper.py"), str(result), str(TIME_LIMIT_S),
-                               "bash", "-c", line], cwd=cwd, env=env, input=self.changes.encode(),
-                              capture_output=True, timeout=TIME_LIMIT_S + 60)
-        reaped = json.loads(result.read_text())
-        output = done.stdout + done.stderr
-        assert self.token.encode() not in output and self.file_secret.encode() not in output
-        assert reaped["returncode"] in (0, 1, 2), (command, done.stderr[-2000:])
-        assert len(done.stderr.strip().splitlines()) <= 1, (command, done.stderr[-2000:])
-        assert b"Traceback" not in output, command
-        assert reaped["leftovers"] == [], command
-        assert list(self.tmpdir.iterdir()) == [], command
-        assert self._trees() == before, command
-        return subprocess.CompletedProcess(line, reaped["returncode"], done.stdout.decode(), done.stderr.decode())
+        # bash runs the one command in its own place: pgolf is the reaper's child
+        return ([sys.executable, str(HERE / "reaper.py"), str(self.result), str(TIME_LIMIT_S),
+                 "bash", "-c", line], cwd, env)
 
     def _trees(self) -> tuple[str, str]:
         return tuple(git(repo, "status", "--porcelain", "--ignored") for repo in (self.checkout, self.clone))

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 
 import pytest
-from changes import COMMANDS, FOLDER, TRACK, Change, damaged_blob, verdict, waived
+from changes import COMMANDS, FOLDER, ROOT, TRACK, Change, damaged_blob, verdict, waived
 from support import good_folder_files, record_log
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -126,3 +127,22 @@ def test_a_folder_name_cannot_forge_a_row_of_the_sweeps_table(tmp_path):
     header, (cells,) = rows[0], rows[1:]
     assert len(cells) == len(header) == 6
     assert cells[4] == "ILLEGAL" and "TRAIN_OVER_BUDGET" in cells[5], cells
+
+
+HANG = (ROOT / "tests" / "hostile" / "hang" / "train_gpt.py").read_text()
+
+
+def test_sigterm_sigkill_and_timeouts_leave_no_folder_of_a_pr(tmp_path):
+    """pgolf is terminated, or killed, while the PR's script sleeps through its import, and a
+    sweep stops the case at its time limit: the pgolf-pr-*, pgolf-sweep-* and pgolf-smoke-*
+    folders go, at once or with the next run."""
+    change = Change(tmp_path, folder(**{"train_gpt.py": HANG}))
+    reaped = change.signalled("review --pr", signal.SIGTERM, "--smoke")
+    assert reaped["returncode"] == 128 + signal.SIGTERM and reaped["leftovers"] == []
+    assert list(change.tmpdir.iterdir()) == []
+    reaped = change.signalled("review --pr", signal.SIGKILL, "--smoke")
+    assert reaped["returncode"] == -signal.SIGKILL
+    assert sorted(p.name.split("-")[1] for p in change.tmpdir.iterdir()) == ["pr", "smoke"]
+    change.run("review --pr", "--no-smoke")  # removes what the killed run left
+    done = change.run("sweep", "--smoke", "--timeout", "5")  # checks that nothing is left
+    assert "TIMEOUT" in (tmp_path / "sweep" / "sweep.md").read_text()

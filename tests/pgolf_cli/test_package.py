@@ -362,6 +362,9 @@ def _tamper(runs, tmp_path, case):
         end = next(i for i, line in enumerate(lines) if line.startswith(("ttt:", "quantized_ttt",
                                                                           "total_eval_time")))
         (b / "train.log").write_text("".join(lines[:end]))
+    elif case == "log links outside the run":  # the log is another file of the user's
+        (b / "train.log").rename(tmp_path / "elsewhere.log")
+        (b / "train.log").symlink_to(tmp_path / "elsewhere.log")
     elif case == "nan loss":
         runfolders.write_run(b, 314, nan_at_step=2000)
     elif case == "train over budget":
@@ -394,6 +397,7 @@ BAD = {
     "script is not the one that ran": "is not the file that ran",
     "crashed log": "without a final val_bpb line",
     "crashed while evaluating": "before its evaluation finished",
+    "log links outside the run": "outside the run folder",
     "nan loss": "train_loss is nan",
     "train over budget": "TRAIN_OVER_BUDGET",
     "eval over budget": "EVAL_OVER_BUDGET",

@@ -65,6 +65,13 @@ def test_a_merged_pr_is_read_against_the_main_it_was_merged_into(upstream, tmp_p
     assert "LAYOUT_NOT_SINGLE_FOLDER" not in text.split("### Findings")[-1]
 
 
+def test_base_composes_with_a_merged_pr(upstream, tmp_path):
+    """--base names the branch; a PR merged into it is still read against the base it was merged
+    into (once, every merged PR read as an empty change)."""
+    repo = clone(upstream, tmp_path / "clone")
+    assert review("--pr", "7", "--repo", str(repo), "--base", "main") == review("--pr", "7", "--repo", str(repo))
+
+
 def test_a_missing_pr_ref_is_fetched_from_the_remote(upstream, tmp_path):
     repo = clone(upstream, tmp_path / "clone", with_prs=False)
     assert git(repo, "for-each-ref", "refs/pull/") == ""
