@@ -2,5 +2,6 @@
 (the order `pgolf audit --list-rules` and the compliance summaries show)."""
 
 from audits.rules import (  # noqa: F401, I001  (the order is the catalogue's)
-    layout, metadata, significance, requirements, budgets, python, smoke, legality, probe, input, waivers,
+    layout, metadata, significance, requirements, budgets, record_run, python, smoke, legality, probe, input,
+    waivers,
 )

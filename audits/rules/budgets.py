@@ -197,10 +197,9 @@ def _fewer_gpus(rule: str, what: str, value_ms: float, budget_ms: float, log, li
     if best_ms > budget_ms:
         return found(rule, f"{said}: over the 600 s budget even at perfect scaling to 8 GPUs "
                      f"({best_ms / 1000:.1f} s)", file=log.rel, line=line or None, evidence=text)
-    return found(rule, f"{said}; the 600 s budget is on 8xH100, which this log does not show "
-                 f"(perfect scaling would give {best_ms / 1000:.1f} s)", severity=Severity.WARN,
-                 file=log.rel, line=line or None, evidence=text,
-                 hint=f"Show an 8xH100 log of the run, with its {what} time inside 600 s.")
+    # Whether the record shows an 8xH100 run at all is RECORD_RUN's finding: noted here only.
+    return found(rule, f"{said}; perfect scaling to 8 GPUs would give {best_ms / 1000:.1f} s",
+                 severity=Severity.INFO, file=log.rel, line=line or None, evidence=text)
 
 
 # A script that stops itself at the cap ends the step in flight first; merged records overshoot by
@@ -231,7 +230,8 @@ def train_over_budget(sub, options):
     line, when present, is exact. The non-record track has no time limit (a 4-hour baseline was
     merged there): a long run there is noted (INFO). The budget is on 8xH100: a log of fewer GPUs
     (`world_size:1`) bounds the 8-GPU time from below only (perfect scaling), so its time over
-    600 s fails only where even that bound is, else it is a WARN asking for an 8-GPU log.
+    600 s fails only where even that bound is, else it is noted (RECORD_RUN asks for the 8xH100
+    run).
     """
     apart = runs.unclaimed_reruns(sub)
     for log in runs.completed_logs(sub):
@@ -410,7 +410,9 @@ def eval_over_budget(sub, options):
     Known limits: compile warmups that the log does not time are not counted (organizers accepted
     that in PR #1855). The non-record track has no time limit: a long evaluation there is noted
     (INFO). A log of fewer than 8 GPUs is read as for TRAIN_OVER_BUDGET: 2,458 s on one GPU is at
-    best 307 s on eight (WARN: no 8xH100 log shows the budget), 65,808 s is over it anyway (FAIL).
+    best 307 s on eight (noted; RECORD_RUN asks for the 8xH100 run), 65,808 s is over it anyway
+    (FAIL). A single phase timed by a bare `time:` field (`final_slot ... time:825384ms`) counts
+    like `eval_time:`.
     """
     claim = sub.claims.val_bpb if sub.claims is not None else None
     apart = runs.unclaimed_reruns(sub)

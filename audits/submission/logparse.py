@@ -29,12 +29,13 @@ _STEP_NEW = re.compile(r"^(\d+)/(\d+)\s+(.*)$")
 _FIELD = re.compile(rf"(?<![A-Za-z_/])([A-Za-z_/]+)[:=]\s*({NUM})(ms|m|s)?\b")
 
 _METRIC = re.compile(rf"^(?P<name>(?:.*?\S)??)\s*\bval_loss[:=]\s*(?P<loss>{NUM})\s+val_bpb[:=]\s*(?P<bpb>{NUM})(?P<rest>.*)$")
-_EVAL_TIME = re.compile(rf"\beval_time:\s*({NUM})ms")
+_EVAL_TIME = re.compile(rf"\b(?:eval_)?time:\s*({NUM})ms")  # a scored line's own time
 _ELAPSED = re.compile(rf"\belapsed=\s*({NUM})s")
 
 _STOP = re.compile(r"^stopping_early:\s*wallclock_cap\s+train_time:\s*(\d+)ms\s+step:\s*(\d+)/(\d+)")
 _RESERVE = re.compile(rf"^gptq:reserving\s+({NUM})\s*(ms|s)\b(?:.*?effective=(\d+)ms(?=\s*$))?", re.I)
 _HESSIANS = re.compile(rf"^GPTQ:collected\s+(\d+)\s+Hessians\s+in\s+({NUM})s", re.I)
+_CALIBRATED = re.compile(rf"^gptq:calibrated\s+(\d+)\s+layers\s+in\s+({NUM})s", re.I)
 _HESSIANS_AR = re.compile(r"^gptq:collected hessians for (\d+) layers(.*)$", re.I)
 _SELF_GEN = re.compile(r"autoregressive|self[- ]?gen", re.I)
 _SERIALIZED = re.compile(r"^Serialized model(?:\s+(?=[^\s:])([^:]+))?:\s*(\d+)\s*bytes")
@@ -506,6 +507,7 @@ _HANDLERS = (
     (_RESERVE, _on_reserve),
     (_HESSIANS, _on_hessians),
     (_HESSIANS_AR, _on_hessians_ar),
+    (_CALIBRATED, _on_hessians),
     (_SERIALIZED, _on_serialized),
     (_TOTAL, _on_total),
     (_ARTIFACT_SIZE, _on_artifact_size),

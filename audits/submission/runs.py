@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import re
 
 from audits.submission import LogFile, Submission
 from audits.submission.logparse import Value
 
 _SEED_IN_NAME = re.compile(r"seed[_-]?(\d+)", re.I)
+_DEVICE_COUNT = re.compile(r" x(\d+)$")  # pgolf's trainer: "device: NVIDIA H200 x4"
+RECORD_GPUS = 8
 
 
 def seed_of(log: LogFile) -> Value | None:
@@ -30,21 +34,104 @@ def by_seed(sub: Submission) -> dict[int | None, list[LogFile]]:
     return groups
 
 
-def headline_logs(sub: Submission) -> dict[int | None, LogFile]:
-    """One completed log per seed, the runs a headline score averages. When a seed has several
-    (reruns, ablations), the one whose score matches that seed's claim, else the one closest to
-    the headline claim, else the first."""
+@dataclasses.dataclass(frozen=True)
+class Hardware:
+    """What a log says it ran on: the processes (GPUs) and the device, with the line saying so."""
+
+    gpus: int | None
+    device: str | None  # "NVIDIA H100 80GB HBM3", "cpu (x86_64)"
+    line: int
+    text: str
+
+    @property
+    def on_cpu(self) -> bool:
+        return self.device is not None and self.device.lower().startswith("cpu")
+
+    def describe(self) -> str:
+        """`8 GPU(s) (NVIDIA H100 80GB HBM3)`, `1 process(es) (cpu (x86_64))`."""
+        count = None if self.gpus is None else f"{self.gpus} {'process(es)' if self.on_cpu else 'GPU(s)'}"
+        if count and self.device:
+            return f"{count} ({self.device})"
+        return count or self.device or "hardware it does not name"
+
+
+def hardware(log: LogFile) -> Hardware | None:
+    """The run's hardware from its own lines: the world size (`world_size:8`, the Hyperparameters
+    block), pgolf's `device: NAME xN` line, else the GPUs an `nvidia-smi` table lists. None when
+    the log says nothing of it."""
+    p = log.parsed
+    ws = p.world_size
+    device = p.device.value if p.device is not None else (p.gpus[0].value if p.gpus else None)
+    if ws is not None:
+        return Hardware(int(ws.value), device, ws.line, ws.text)
+    if p.device is not None:
+        m = _DEVICE_COUNT.search(p.device.text)
+        return Hardware(int(m.group(1)) if m else None, device, p.device.line, p.device.text)
+    if p.gpus:  # an nvidia-smi table lists the machine's GPUs, not the ones the run used
+        return Hardware(None, device, p.gpus[0].line, p.gpus[0].text)
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Headline:
+    """The runs a headline score averages, one per seed, and the logs left out with the reason."""
+
+    logs: dict[int | None, LogFile]
+    apart: dict[str, str]  # log -> why it is not one of the runs
+
+
+def headline(sub: Submission) -> Headline:
+    """Recognise the seed runs by content. A completed log of fewer GPUs than the folder's largest
+    runs is another hardware's (a one-GPU try beside the 8xH100 seeds); a log whose final scored
+    pass differs from the one most logs end on is an ablation, unless it shows the score claimed
+    for it. Of a seed's remaining logs (reruns), the one whose score matches that seed's claim,
+    else the one closest to the headline claim, else the first."""
     claims = sub.claims
+    logs = completed_logs(sub)
+    apart: dict[str, str] = {}
+    sizes = {log.rel: hw for log in logs if (hw := hardware(log)) is not None and hw.gpus}
+    scale = max((hw.gpus for hw in sizes.values()), default=None)
+    for rel, hw in sizes.items():
+        if hw.gpus < scale:
+            apart[rel] = f"ran on {hw.describe()} (line {hw.line}); the seed runs on {scale}"
+    kept = [log for log in logs if log.rel not in apart]
+    finals = collections.Counter(log.parsed.score.base for log in kept)
+    common, count = finals.most_common(1)[0] if finals else (None, 0)
+    if len(finals) > 1 and count >= 2 and count * 2 > len(kept):
+        for log in kept:
+            score = log.parsed.score
+            if score.base != common and not _shows_claim(log, claims):
+                apart[log.rel] = (f"its final scored pass is {score.name} (line {score.line}); "
+                                  f"the seed runs end on {common}")
     chosen = {}
-    for seed, logs in by_seed(sub).items():
-        target = (claims.per_seed.get(seed) or {}).get("val_bpb") if claims else None
-        if target is None and claims is not None:
-            target = claims.val_bpb
+    for seed, group in by_seed(sub).items():
+        group = [log for log in group if log.rel not in apart]
+        if not group:
+            continue
+        target = _claim_for(claims, seed)
         if target is None:
-            chosen[seed] = logs[0]
+            chosen[seed] = group[0]
         else:
-            chosen[seed] = min(logs, key=lambda log: abs(log.parsed.score.val_bpb - target))
-    return chosen
+            chosen[seed] = min(group, key=lambda log: abs(log.parsed.score.val_bpb - target))
+    return Headline(chosen, apart)
+
+
+def headline_logs(sub: Submission) -> dict[int | None, LogFile]:
+    """One completed log per seed, the runs a headline score averages (see `headline`)."""
+    return headline(sub).logs
+
+
+def _claim_for(claims, seed) -> float | None:
+    if claims is None:
+        return None
+    target = (claims.per_seed.get(seed) or {}).get("val_bpb")
+    return claims.val_bpb if target is None else target
+
+
+def _shows_claim(log: LogFile, claims) -> bool:
+    target = _claim_for(claims, seed.value if (seed := seed_of(log)) else None)
+    score = log.parsed.score
+    return target is not None and abs(score.val_bpb - target) <= tolerance(decimals_of(target), score.decimals)
 
 
 def tolerance(*decimals: int) -> float:

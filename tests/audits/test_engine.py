@@ -17,7 +17,7 @@ def report(folder, **options):
 
 @pytest.fixture
 def warn_only(tmp_path):
-    files = good_folder_files(seeds=(42, 314), bpbs=(1.081, 1.0812))  # FEWER_THAN_3_SEEDS: WARN
+    files = good_folder_files(seeds=(42, 314), bpbs=(1.0809, 1.0811))  # FEWER_THAN_3_SEEDS: WARN
     return write_folder(tmp_path / GOOD, files)
 
 

@@ -60,7 +60,7 @@ def test_output_file_is_written_whole(failing, tmp_path):
 
 
 def test_strict_and_waive_from_the_command_line(tmp_path):
-    folder = write_folder(tmp_path / GOOD, good_folder_files(seeds=(42, 314), bpbs=(1.081, 1.0812)))
+    folder = write_folder(tmp_path / GOOD, good_folder_files(seeds=(42, 314), bpbs=(1.0809, 1.0811)))
     assert run("audit", str(folder)).exit_code == 0
     assert run("audit", str(folder), "--strict").exit_code == 1
     result = run("audit", str(folder), "--strict", "--waive", "FEWER_THAN_3_SEEDS=seed 999 crashed twice")

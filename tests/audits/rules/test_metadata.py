@@ -154,7 +154,7 @@ def test_three_seeds_quiet_and_non_record_track_exempt(tmp_path):
 def test_not_significant_against_a_close_baseline(tmp_path):
     sub = folder(tmp_path)
     weak = by_rule(audit_findings(sub, baseline=Baseline((1.0820,), "prev")), "NOT_SIGNIFICANT")
-    assert str(weak[0].severity) == "WARN" and "p=" in weak[0].message and "threshold p<0.01" in weak[0].message
+    assert str(weak[0].severity) == "FAIL" and "p=" in weak[0].message and "threshold p<0.01" in weak[0].message
     strong = by_rule(audit_findings(sub, baseline=Baseline((1.0900, 1.0905, 1.0895), "prev")), "NOT_SIGNIFICANT")
     assert str(strong[0].severity) == "INFO" and strong[0].message.startswith("significant")
 
@@ -164,7 +164,22 @@ def test_not_significant_threshold_is_configurable(tmp_path):
     base = Baseline((1.0872,), "prev")  # ~0.0062 bpb better: 0.005 nats is ~0.0030 bpb here
     strict = by_rule(audit_findings(sub, baseline=base, p_threshold=1e-6), "NOT_SIGNIFICANT")
     loose = by_rule(audit_findings(sub, baseline=base, p_threshold=0.25), "NOT_SIGNIFICANT")
-    assert str(strict[0].severity) == "WARN" and str(loose[0].severity) == "INFO"
+    assert str(strict[0].severity) == "FAIL" and str(loose[0].severity) == "INFO"
+
+
+def test_the_shipped_leaderboard_is_the_default_baseline(tmp_path):
+    # dated after the 1.0822 record of 2026-04-08 and not 0.005 nats better: submit as non-record
+    files = good_folder_files(bpbs=(1.0815, 1.0817, 1.0813))
+    late = by_rule(audit_findings(write_folder(tmp_path / "2026-04-12_Late_Run", files)), "NOT_SIGNIFICANT")
+    assert [str(x.severity) for x in late] == ["FAIL"] and "1.0734" in late[0].message
+    assert "non-record track" in late[0].hint
+    # the folder that is a leaderboard row (its score, within days of the row's date) is noted only
+    own = by_rule(audit_findings(folder(tmp_path)), "NOT_SIGNIFICANT")
+    assert [str(x.severity) for x in own] == ["INFO"] and "accepted as a record" in own[0].message
+    # a baseline given wins over the leaderboard
+    given = by_rule(audit_findings(write_folder(tmp_path / "g" / "2026-04-12_Late_Run", files),
+                                   baseline=Baseline((1.0900,), "prev")), "NOT_SIGNIFICANT")
+    assert [str(x.severity) for x in given] == ["INFO"] and "(prev)" in given[0].message
 
 
 def test_missing_requirement(tmp_path):
