@@ -155,7 +155,7 @@ def missing_files(sub, options):
     set of requirements will not be accepted".
 
     Illegal: a folder with only a log; results without the script that produced them; a
-    record-track folder with no train log.
+    record-track folder with no train log, or whose logs all end before a final score.
 
     Legal: the four present; extra helper files are fine.
 
@@ -180,6 +180,11 @@ def missing_files(sub, options):
         yield found("MISSING_FILES", "missing a train log (*.log or *.txt with the run's output)"
                     + ("" if sub.record_track else "; the non-record track merged studies without one"),
                     severity=None if sub.record_track else Severity.WARN, hint=hint)
+    elif sub.record_track and not any(log.parsed.completed for log in sub.logs):
+        names = ", ".join(log.rel for log in sub.logs[:5])
+        yield found("MISSING_FILES", f"no complete train log: {names} end before a final scored "
+                    "pass, so no log shows the score", file=sub.logs[0].rel,
+                    hint="Add each seed's whole log, up to its final val_bpb line.")
     top_level_py = sorted(rel for rel in sub.scripts if "/" not in rel)
     if ENTRY_SCRIPT in sub.scripts or (top_level_py and not sub.record_track):
         return

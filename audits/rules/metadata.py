@@ -28,6 +28,13 @@ RULES = rules(
 
 
 
+# A claimed val_bpb this close to what the logs show is a slip, not a different score: merged
+# records claim one seed's score for the mean, 0.0002-0.0006 bpb off (the labelled corpus has
+# four), and half the 0.005-nat significance margin is ~0.001 bpb, so no record decision turns
+# on it. Further off, and no scored line shows the claim, the claimed pass is not in the logs.
+SLIP_BPB = 0.001
+
+
 @check("SUBMISSION_JSON_INVALID")
 def submission_json_invalid(sub, options):
     """What it checks: submission.json parses as a JSON object and has `author`, `github_id`,
@@ -75,7 +82,10 @@ def submission_json_mismatch(sub, options):
 
     Warned (merged records carry such slips): `val_loss`, byte counts or step counts that differ
     from the logs (`"bytes_total": 15900000` when the logs print 15,965,978); a result for a seed
-    that has no log; a headline that rests on seeds whose logs are not shipped.
+    that has no log; a headline that rests on seeds whose logs are not shipped; a `val_bpb` (the
+    headline or a seed's) at most 0.001 from the logs' (1.12484502 claimed where the seeds average
+    1.12503176): merged records carry differences of 0.0002-0.0006, and half the 0.005-nat
+    significance margin is about 0.001 bpb, so no decision turns on such a slip.
 
     Legal: the mean of the final `_exact` scores, rounded to any precision within 1e-4.
 
@@ -112,9 +122,14 @@ def submission_json_mismatch(sub, options):
                         file="submission.json", line=claims.line_of(claims.val_bpb_key),
                         evidence=where, hint="Report the mean over seeds as val_bpb.")
         else:
+            off = abs(got - claims.val_bpb)
+            slip = off <= SLIP_BPB
             yield found("SUBMISSION_JSON_MISMATCH",
                         f"'{claims.val_bpb_key}' is {claims.val_bpb} but the logs' final scores "
-                        f"average {got:.8f} (off by {abs(got - claims.val_bpb):.2g})",
+                        f"average {got:.8f} (off by {off:.2g}"
+                        + (", a slip merged records carry)" if slip else "; no scored line of the "
+                           "logs shows the claimed score)"),
+                        severity=Severity.WARN if slip else None,
                         file="submission.json", line=claims.line_of(claims.val_bpb_key),
                         evidence=where, hint="Use the mean of the logs' final val_bpb.")
     if claims.val_loss is not None and scores:
@@ -202,9 +217,10 @@ def _per_seed(sub, claims, chosen):
                             hint="Name the seed each result's log ran with.")
                 continue
             if abs(float(actual) - claimed) > tol:
+                hard = name == "val_bpb" and abs(float(actual) - claimed) > SLIP_BPB
                 yield found("SUBMISSION_JSON_MISMATCH", f"seed {seed}: '{name}' is {_fmt(claimed)} "
                             f"but {log.rel} shows {_fmt(actual)}", file="submission.json",
-                            severity=Severity.WARN if name != "val_bpb" else None,
+                            severity=None if hard else Severity.WARN,
                             line=claims.line_of(str(seed)), evidence=f"{log.rel}:{line}",
                             hint=f"Copy {name} from the log.")
 

@@ -46,6 +46,22 @@ def test_headline_bpb_off_by_more_than_tolerance_fails_with_the_line(tmp_path):
     assert "1.081" in f[0].message
 
 
+def test_a_slip_within_a_thousandth_warns_and_a_claim_no_line_shows_fails(tmp_path):
+    # merged records claim 0.0002-0.0006 off the logs' mean; no significance decision turns on it
+    slip = by_rule(audit_findings(folder(tmp_path, **{"submission.json": submission_json(1.0813)})),
+                   "SUBMISSION_JSON_MISMATCH")
+    assert [str(x.severity) for x in slip] == ["WARN"] and "slip" in slip[0].message
+    far = by_rule(audit_findings(folder(tmp_path / "far", **{"submission.json": submission_json(1.0795)})),
+                  "SUBMISSION_JSON_MISMATCH")
+    assert [str(x.severity) for x in far] == ["FAIL"] and "no scored line" in far[0].message
+
+
+def test_a_record_whose_logs_all_stop_before_the_score_misses_its_log(tmp_path):
+    cut = {f"train_seed{s}.log": record_log(s, complete=False) for s in (42, 314, 999)}
+    f = by_rule(audit_findings(folder(tmp_path, **cut)), "MISSING_FILES", "FAIL")
+    assert len(f) == 1 and "no complete train log" in f[0].message
+
+
 def test_headline_within_printed_precision_is_quiet(tmp_path):
     f = audit_findings(folder(tmp_path, **{"submission.json": submission_json(1.08100004)}))
     assert by_rule(f, "SUBMISSION_JSON_MISMATCH") == []
