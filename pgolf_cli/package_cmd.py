@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from pgolf_cli.errors import PgolfError
-from pgolf_cli.package_options import CODE_FORMS, TRACK_DIRS
+from pgolf_cli.package_options import AUTO, CODE_FORMS, TRACK_DIRS
 
 
 def _bpb_list(ctx, param, value: str | None) -> tuple[float, ...] | None:
@@ -30,7 +30,10 @@ def _bpb_list(ctx, param, value: str | None) -> tuple[float, ...] | None:
 @click.option("--github-id", required=True, help="Your GitHub user name.")
 @click.option("--slug", help="Folder name after the date (default: from --name); letters, digits, "
               "'.', '_' and '-' only.")
-@click.option("--track", type=click.Choice(list(TRACK_DIRS)), default="10min_16mb", show_default=True)
+@click.option("--track", type=click.Choice([AUTO, *TRACK_DIRS]), default=AUTO, show_default=True,
+              help="auto: the record track when the runs can be a record (8xH100, both budgets, the "
+                   "challenge's validation set, significant over the record before today), else the "
+                   "non-record track, with the reason; a track named is used as it is.")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("records"), show_default=True,
               help="The records/ folder of a parameter-golf checkout.")
 @click.option("--code-form", type=click.Choice(CODE_FORMS), default="wrapped", show_default=True,
@@ -76,7 +79,12 @@ def summary(result) -> str:
     files = sorted(p.name for p in result.folder.iterdir())
     counts = sub.counts()
     out = [f"wrote {result.folder}/ ({len(files)} files: {', '.join(files)})"]
+    if result.track_reason:
+        out.append(f"track: non-record, as the runs cannot be a record ({result.track_reason})")
     if result.failed:
+        deciding = sub.deciding()
+        why = f": {deciding.rule}: {deciding.message}" if deciding is not None else ""
+        out.append(f"audit: {sub.verdict()}{why}")
         out.append(f"AUDIT FAILED ({counts[Severity.FAIL]} FAIL, {counts[Severity.WARN]} WARN): this "
                    "folder is kept for inspection and must not be submitted as it is.")
     else:

@@ -14,7 +14,8 @@ from audits.submission import codesize
 
 SAMPLE_SCRIPT = (Path(__file__).parent / "data" / "train_gpt_sample.py").read_bytes()
 SEEDS = (42, 314, 999)
-BPB = {42: 1.08079352, 314: 1.08121540, 999: 1.08033417}
+# 0.0045 below the 2026-04-08 record (1.0822): a record by the README's significance test.
+BPB = {42: 1.07629352, 314: 1.07671540, 999: 1.07583417}
 
 
 def run_log(seed: int, script: bytes = SAMPLE_SCRIPT, *, bpb: float | None = None,

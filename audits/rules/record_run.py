@@ -96,4 +96,5 @@ def _other_text(log):
     return found("RECORD_RUN", f"{log.rel} scored {count.value:,} validation tokens standing for "
                  f"{text_bytes / 1e6:.2f} MB of text; the challenge's FineWeb validation set is "
                  f"{VAL_TEXT_BYTES / 1e6:.0f} MB (50,000 documents)", file=log.rel, line=count.line,
-                 evidence=count.text, hint=NON_RECORD)
+                 evidence=count.text, hint="Score every fineweb_val_*.bin shard of the challenge's "
+                 "data, or submit to the non-record track (records/track_non_record_16mb/).")

@@ -139,7 +139,7 @@ class ParsedLog:
     stop_step: int | None = None
     gptq_reserve_ms: Value | None = None
     hessians: Value | None = None  # value = seconds (None when the log gives no time)
-    calibration: str | None = None  # "train" or "self-generated"
+    calibration: str | None = None  # "train", "self-generated" or "validation"
     raw_model_bytes: Value | None = None
     model_bytes: Value | None = None  # the compressed artifact's model part
     totals: list[tuple[str | None, Value]] = dataclasses.field(default_factory=list)  # (method, bytes)
@@ -409,6 +409,8 @@ def _on_hessians_ar(log, m, n, line):
     log.hessians = Value(math.nan, n, line)
     if _SELF_GEN.search(line):
         log.calibration = "self-generated"
+    elif re.search(r"\bval", m.group(2), re.I):  # "(val-data)": not training data
+        log.calibration = "validation"
     log.calibration = log.calibration or "train"
 
 

@@ -93,7 +93,7 @@ def headline(sub: Submission) -> Headline:
     scale = max((hw.gpus for hw in sizes.values()), default=None)
     for rel, hw in sizes.items():
         if hw.gpus < scale:
-            apart[rel] = f"ran on {hw.describe()} (line {hw.line}); the seed runs on {scale}"
+            apart[rel] = f"{hw.describe()} at line {hw.line}; the seed runs have {scale}"
     kept = [log for log in logs if log.rel not in apart]
     finals = collections.Counter(log.parsed.score.base for log in kept)
     common, count = finals.most_common(1)[0] if finals else (None, 0)
@@ -101,8 +101,8 @@ def headline(sub: Submission) -> Headline:
         for log in kept:
             score = log.parsed.score
             if score.base != common and not _shows_claim(log, claims):
-                apart[log.rel] = (f"its final scored pass is {score.name} (line {score.line}); "
-                                  f"the seed runs end on {common}")
+                apart[log.rel] = (f"final pass {score.name} at line {score.line}; the seed runs "
+                                  f"end on {common}")
     chosen = {}
     for seed, group in by_seed(sub).items():
         group = [log for log in group if log.rel not in apart]

@@ -15,19 +15,21 @@ in the rename). A folder whose audit fails is kept and reported as failing.
 from __future__ import annotations
 
 import dataclasses
+import tempfile
 from pathlib import Path
 
 from audits import __version__
 from audits.compliance import condition_results, rule_results
 from audits.context import AuditOptions, Baseline
-from audits.engine import AuditReport, SubmissionReport, audit_submission
+from audits.engine import AuditReport, SubmissionReport, audit_submission, level_of
 from audits.findings import Severity
+from audits.registry import PASS
 from audits.submission import load
 from pgolf_cli.packaging import code as code_mod
 from pgolf_cli.packaging import readme, submission_json
 from pgolf_cli.packaging.folder import check_target, commit, staged
 from pgolf_cli.packaging.plot import PLOT_NAME, loss_curves_png, require_matplotlib
-from pgolf_cli.packaging.request import PackageError, PackageRequest, validate
+from pgolf_cli.packaging.request import AUTO, PackageError, PackageRequest, validate
 from pgolf_cli.packaging.runs import Run, load_runs, refuse_over_budget
 
 __all__ = ["PackageError", "PackageRequest", "PackageResult", "package"]
@@ -41,10 +43,16 @@ class PackageResult:
     pr_title: str
     pr_body: str
     explanations: dict[str, str]  # rule -> why its WARN is expected, for the rules that warned
+    track_reason: str | None = None  # why the runs went to the non-record track, when chosen so
 
     @property
     def failed(self) -> bool:
         return self.report.exit_code != 0
+
+
+# The rules only a record must pass: runs that break one go to the non-record track.
+RECORD_RULES = frozenset({"RECORD_RUN", "TRAIN_OVER_BUDGET", "EVAL_OVER_BUDGET",
+                          "GPTQ_CALIB_AFTER_BUDGET", "NOT_SIGNIFICANT"})
 
 
 def package(request: PackageRequest) -> PackageResult:
@@ -52,6 +60,10 @@ def package(request: PackageRequest) -> PackageResult:
     require_matplotlib()
     runs = load_runs(request.runs)
     shipped = code_mod.ship(runs[0].script, request.code_form)
+    reason = None
+    if request.track == AUTO:
+        track, reason = choose_track(request, runs, shipped)
+        request = dataclasses.replace(request, track=track)
     target = request.target
     check_target(target, request.force)
     options = audit_options(request)
@@ -73,7 +85,27 @@ def package(request: PackageRequest) -> PackageResult:
                          pr_title=readme.pr_title(request, data),
                          pr_body=readme.pr_body(request, runs, data, report, options),
                          explanations={r: why for r in warned
-                                       if (why := readme.explain(r, runs, shipped)) is not None})
+                                       if (why := readme.explain(r, runs, shipped)) is not None},
+                         track_reason=reason)
+
+
+def choose_track(request: PackageRequest, runs: list[Run], shipped) -> tuple[str, str | None]:
+    """The record track when the folder, audited there by the rules only a record must pass,
+    passes them; else the non-record track and the first finding that says why."""
+    record = dataclasses.replace(request, track="10min_16mb")
+    options = dataclasses.replace(audit_options(record), only=RECORD_RULES)
+    with tempfile.TemporaryDirectory(prefix="pgolf-track-") as tmp:
+        folder = Path(tmp) / record.target.name
+        folder.mkdir()
+        _write_static(folder, runs, shipped)
+        _write(folder / "submission.json",
+               submission_json.dumps(submission_json.build(record, runs, shipped, compliance=None)))
+        report = audit_submission(load(folder, placed_at=record.target), options)
+    blocking = [f for f in report.findings if level_of(f) != PASS]
+    if not blocking:
+        return "10min_16mb", None
+    first = blocking[0]
+    return "non_record_16mb", f"{first.rule}: {first.message}"
 
 
 def audit_options(request: PackageRequest) -> AuditOptions:

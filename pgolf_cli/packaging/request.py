@@ -7,7 +7,7 @@ import datetime
 import re
 from pathlib import Path
 
-from pgolf_cli.package_options import CODE_FORMS, TRACK_DIRS
+from pgolf_cli.package_options import AUTO, CODE_FORMS, TRACK_DIRS
 _SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -22,7 +22,7 @@ class PackageRequest:
     name: str
     author: str
     github_id: str
-    track: str = "10min_16mb"
+    track: str = AUTO
     out: Path = Path("records")
     code_form: str = "wrapped"
     baseline_bpb: tuple[float, ...] | None = None
@@ -38,11 +38,13 @@ class PackageRequest:
     def folder_date(self) -> datetime.date:
         return self.date or datetime.datetime.now(datetime.timezone.utc).date()
 
+    def target_on(self, track: str) -> Path:
+        """records/<track dir>/YYYY-MM-DD_<slug>"""
+        return self.out / TRACK_DIRS[track] / f"{self.folder_date.isoformat()}_{self.folder_slug}"
+
     @property
     def target(self) -> Path:
-        """records/<track dir>/YYYY-MM-DD_<slug>"""
-        return (self.out / TRACK_DIRS[self.track]
-                / f"{self.folder_date.isoformat()}_{self.folder_slug}")
+        return self.target_on(self.track)
 
 
 def slug_of(name: str) -> str:
@@ -62,8 +64,8 @@ def validate(request: PackageRequest) -> None:
     if re.search(r"\s|/", request.github_id.strip()):
         raise PackageError(f"--github-id {request.github_id!r} is not a GitHub user name (no spaces "
                            "or slashes)")
-    if request.track not in TRACK_DIRS:
-        raise PackageError(f"--track {request.track!r} is not one of {', '.join(TRACK_DIRS)}")
+    if request.track not in (AUTO, *TRACK_DIRS):
+        raise PackageError(f"--track {request.track!r} is not one of {AUTO}, {', '.join(TRACK_DIRS)}")
     if request.code_form not in CODE_FORMS:
         raise PackageError(f"--code-form {request.code_form!r} is not one of {', '.join(CODE_FORMS)}")
     slug = request.folder_slug

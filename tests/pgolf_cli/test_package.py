@@ -35,7 +35,7 @@ def payload_of(wrapper: str) -> str:
 
 def request(runs, tmp_path, **changes) -> PackageRequest:
     fields = dict(runs=tuple(runs), name="SP8192 legal TTT", author="Ada Lovelace",
-                  github_id="ada", out=tmp_path / "records", date=DATE)
+                  github_id="ada", out=tmp_path / "records", date=DATE, track="10min_16mb")
     fields.update(changes)
     return PackageRequest(**fields)
 
@@ -88,11 +88,33 @@ def test_the_one_audit_is_the_audit_of_the_folder_where_it_lies(packaged):
 def test_package_audits_the_folder_once(tmp_path, monkeypatch):
     audited = []
     real = packaging.audit_submission
-    monkeypatch.setattr(packaging, "audit_submission", lambda sub, options: audited.append(sub.name)
-                        or real(sub, options))
+    monkeypatch.setattr(packaging, "audit_submission", lambda sub, options: audited.append(
+        (sub.name, options.only)) or real(sub, options))
     runs = runfolders.write_runs(tmp_path / "runs")
     result = package(request(runs, tmp_path))
-    assert audited == [result.folder.name]
+    assert audited == [(result.folder.name, frozenset())]
+    # choosing the track audits the record-only rules first, on a copy placed on the record track
+    audited.clear()
+    chosen = package(request(runs, tmp_path / "auto", track="auto"))
+    assert audited == [(chosen.folder.name, packaging.RECORD_RULES), (chosen.folder.name, frozenset())]
+
+
+def test_runs_that_can_be_a_record_go_to_the_record_track_by_themselves(tmp_path):
+    runs = runfolders.write_runs(tmp_path / "runs")
+    result = package(request(runs, tmp_path, track="auto"))
+    assert result.folder.parent.name == "track_10min_16mb" and result.track_reason is None
+    assert not result.failed and result.pr_title.startswith("Record: ")
+
+
+def test_runs_that_cannot_be_a_record_go_to_the_non_record_track_saying_why(tmp_path):
+    one_gpu = [runfolders.write_run(tmp_path / "runs" / f"s{seed}", seed, gpus=1) for seed in (42, 314, 999)]
+    result = package(request(one_gpu, tmp_path, track="auto"))
+    assert result.folder.parent.name == "track_non_record_16mb" and not result.failed
+    assert result.track_reason.startswith("RECORD_RUN: no 8xH100 run: ")
+    assert "1 GPU(s)" in result.track_reason and "\n" not in result.track_reason
+    forced = package(request(one_gpu, tmp_path / "forced"))  # --track 10min_16mb
+    sub = forced.report.submissions[0]
+    assert forced.failed and sub.verdict() == "ILLEGAL" and sub.deciding().rule == "RECORD_RUN"
 
 
 def test_wrapped_script_is_the_minified_file_that_ran_and_counts_its_own_bytes(packaged):
@@ -200,7 +222,7 @@ def test_readme_has_every_section_and_the_figures(packaged):
         assert heading in text
     assert "![Training loss and validation bpb of every seed](loss_curves.png)" in text
     assert f"**{result.submission['val_bpb']:.8f}**" in text
-    assert "| 314 | 1.08121540 |" in text
+    assert "| 314 | 1.07671540 |" in text
     assert "SEED=$SEED torchrun --standalone --nproc_per_node=8 train_gpt.py" in text
     assert "for SEED in 42 314 999; do" in text
     assert "Significant against the previous record" in text and "p=" in text
@@ -238,8 +260,8 @@ def test_requirements_list_the_scripts_third_party_imports(packaged):
 
 def test_pr_title_and_body(packaged):
     _, result = packaged
-    assert result.pr_title == "Record: SP8192 legal TTT (val_bpb 1.0808, 3 seeds)"
-    assert "| 42 | 1.08079352 |" in result.pr_body and "**PASS**" in result.pr_body
+    assert result.pr_title == "Record: SP8192 legal TTT (val_bpb 1.0763, 3 seeds)"
+    assert "| 42 | 1.07629352 |" in result.pr_body and "**PASS**" in result.pr_body
 
 
 def test_plain_form_ships_the_file_that_ran_and_audits_clean(tmp_path):
@@ -270,7 +292,8 @@ def test_wrapped_form_with_logs_that_counted_the_readable_file(tmp_path):
 
 def test_two_seeds_give_an_explained_warning(tmp_path):
     runs = runfolders.write_runs(tmp_path / "runs", seeds=(42, 314))
-    result = package(request(runs, tmp_path, code_form="plain"))
+    # two seeds show p < 0.01 only against a record well behind them
+    result = package(request(runs, tmp_path, code_form="plain", baseline_bpb=(1.0900,)))
     assert not result.failed
     assert [f.rule for f in result.report.submissions[0].findings if f.severity == Severity.WARN] == [
         "FEWER_THAN_3_SEEDS"]
@@ -281,7 +304,8 @@ def test_a_failing_audit_keeps_the_folder_and_says_so(tmp_path):
     # 9,662,464 of the 40,540,160 validation tokens: VAL_SUBSET fails in the folder's audit.
     runs = runfolders.write_runs(tmp_path / "runs", val_tokens=9_662_464)
     result = CliRunner().invoke(cli, ["package", *map(str, runs), "--name", "Subset", "--author", "Ada",
-                                      "--github-id", "ada", "--out", str(tmp_path / "records")])
+                                      "--github-id", "ada", "--out", str(tmp_path / "records"),
+                                      "--track", "10min_16mb"])
     assert result.exit_code == 1
     assert "AUDIT FAILED" in result.stdout and "FAIL VAL_SUBSET train_seed314.log:" in result.stdout
     assert "PR body" not in result.stdout
@@ -297,9 +321,11 @@ def test_cli_prints_the_pr_title_and_body(tmp_path):
                                       "--out", str(tmp_path / "records")])
     assert result.exit_code == 0, result.output
     today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
-    assert f"track_10min_16mb/{today}_LegalTTT/ (8 files" in result.stdout
+    # dated today, the runs do not beat the last record of the shipped leaderboard
+    assert f"track_non_record_16mb/{today}_LegalTTT/ (8 files" in result.stdout
+    assert "\ntrack: non-record, as the runs cannot be a record (NOT_SIGNIFICANT: " in result.stdout
     assert "audit: PASS (0 FAIL, 0 WARN)" in result.stdout
-    assert "PR title:\nRecord: SP8192 legal TTT (val_bpb 1.0808, 3 seeds)" in result.stdout
+    assert "PR title:\nNon-record: SP8192 legal TTT (val_bpb 1.0763, 3 seeds)" in result.stdout
 
 
 def test_force_replaces_an_existing_folder(tmp_path):
@@ -417,7 +443,7 @@ def test_bad_input_is_refused_in_one_line_and_nothing_is_written(tmp_path, case)
     runs = runfolders.write_runs(tmp_path / "runs")
     extra = _tamper(runs, tmp_path, case)
     args = ["package", *map(str, runs), "--name", "Legal TTT", "--author", "Ada",
-            "--github-id", "ada", "--out", str(tmp_path / "records")]
+            "--github-id", "ada", "--out", str(tmp_path / "records"), "--track", "10min_16mb"]
     if case in ("same run twice", "missing run folder"):
         args = ["package", *extra, *args[len(runs) + 1:]]
     elif extra:

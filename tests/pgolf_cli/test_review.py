@@ -26,7 +26,7 @@ from pgolf_cli.packaging import PackageRequest, package
 def folder(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("review")
     runs = runfolders.write_runs(tmp / "runs")
-    return package(PackageRequest(runs=tuple(runs), name="Legal TTT", author="Ada", github_id="ada",
+    return package(PackageRequest(runs=tuple(runs), name="Legal TTT", author="Ada", github_id="ada", track="10min_16mb",
                                   out=tmp / "records", date=datetime.date(2026, 4, 9))).folder
 
 
@@ -46,11 +46,13 @@ def test_review_of_a_clean_folder(folder):
     code, text = review(folder)
     assert code == 0
     first = text.splitlines()[0]
-    assert first == ("**pgolf review: PASS** for `2026-04-09_Legal_TTT`: 0 FAIL, 0 WARN, 2 INFO.")
-    assert "the logs' final scores average **1.08078103**" in text
-    assert "submission.json claims **1.08078103**" in text
-    assert "| #1017 C3 score before update |" in text
-    assert "**Smoke test:** INFO `IMPORT_FAIL`: SMOKE_TEST_PASS: imported" in text
+    assert first == ("**pgolf review: PASS** for `2026-04-09_Legal_TTT`: 0 FAIL, 0 WARN, 3 INFO.")
+    assert "**Score:** **1.07628** ± 0.00044 (std) over 3 seed run(s)" in text
+    assert "submission.json claims **1.07628103**" in text
+    assert "C1 pass · C2 pass · C3 pass · C4 pass" in text
+    assert "**Significance:** significant: mean 1.07628 vs baseline 1.08220" in text
+    assert "| #1017 C3 score before update |" in text  # in the folded part
+    assert "**Smoke test:** passed: imported" in text and "SMOKE_TEST_PASS" not in text
     # The causality probe is checked by this version, when asked for: not "not checked by" it.
     assert "Not run (option off): `EVAL_CAUSALITY_PROBE` (`pgolf audit --probe`)." in text
     assert "EVAL_CAUSALITY_PROBE" not in next((line for line in text.splitlines()
@@ -80,6 +82,8 @@ def test_review_names_the_line_of_an_over_budget_log(folder, tmp_path):
     code, text = review(planted)
     assert code == 1
     assert text.startswith("**pgolf review: ILLEGAL**")
+    assert f"- **FAIL** `TRAIN_OVER_BUDGET` at `train_seed314.log:{number}`" in text
+    assert f"  {number} | stopping_early: wallclock_cap train_time:612054ms step:4550/20000" in text
     assert f"#### FAIL `TRAIN_OVER_BUDGET` at `train_seed314.log:{number}`" in text
     assert f"> {number} | stopping_early: wallclock_cap train_time:612054ms step:4550/20000" in text
     assert "training took 612.1 s, over the 600 s budget" in text
@@ -97,6 +101,7 @@ def test_review_names_the_line_of_a_submission_json_mismatch(folder, tmp_path):
     assert f"#### FAIL `SUBMISSION_JSON_MISMATCH` at `submission.json:{number}`" in text
     assert f'> {number} |   "val_bpb": 1.07,' in text
     assert "submission.json claims **1.07**" in text
+    assert "no scored line of the logs shows the claimed score" in text
 
 
 def test_smoke_line_comes_from_the_smoke_finding(folder):
@@ -154,3 +159,47 @@ def test_smoke_rules_are_not_passed_when_the_smoke_import_is_off(folder):
         assert results["IMPORT_FAIL"] == results["IMPORT_STUB_LIMIT"] == status
     lines = unchecked_lines(rule_results(report, AuditOptions()), AuditOptions(), version="v")
     assert "`IMPORT_FAIL` (`pgolf audit --smoke`)" in lines[-1]
+
+
+def _top(text: str) -> list[str]:
+    """The lines of a review before its folded part."""
+    return text.split("<details>", 1)[0].rstrip("\n").splitlines()
+
+
+REDUCED = Path(__file__).parents[1] / "fixtures" / "corpus_reduced"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in REDUCED.iterdir() if p.is_dir()))
+def test_every_review_of_the_reduced_corpus_fits_a_pr_page(name):
+    from audits import api
+    from audits.submission.gitdiff import parse_changes
+    changes = REDUCED / f"{name}.changes"
+    changed = tuple(parse_changes(changes.read_text(encoding="utf-8"), str(changes))) if changes.is_file() else None
+    report = api.audit([str(REDUCED / name)], AuditOptions(changed_files=changed))
+    text = render_review(report)
+    top = _top(text)
+    assert len(top) <= 30, "\n".join(top)
+    assert text.count("<details>") == text.count("</details>") == 1
+    verdict = report.submissions[0].verdict()
+    assert top[0].startswith(f"**pgolf review: {verdict}**")
+    blocking = {f.rule for f in report.submissions[0].findings if f.severity.name == "FAIL"}
+    for rule in blocking:  # every blocking cause is named before the fold, or counted there
+        assert f"`{rule}`" in "\n".join(top) or "more cause(s) in the details below" in top[-1]
+
+
+def test_a_blocking_legality_finding_links_its_ruling():
+    from audits import api
+    report = api.audit([str(REDUCED / "ngram_target_in_key")], AuditOptions())
+    top = "\n".join(_top(render_review(report)))
+    assert "[issue #1017](https://github.com/openai/parameter-golf/issues/1017)" in top
+    assert "[PR #779](https://github.com/openai/parameter-golf/pull/779)" in top
+
+
+def test_review_formats_and_python_target(folder):
+    code, text = review(folder, "--format", "json", "--no-smoke")
+    data = json.loads(text)
+    assert code == 0 and data["submissions"][0]["verdict"] == "PASS"
+    code, text = review(folder, "--format", "text", "--no-smoke", "--python", "3.12")
+    assert code == 0 and "PASS" in text
+    _, text = review(folder, "--no-smoke", "--python", "3.12")
+    assert "Python target 3.12 (--python)" in text

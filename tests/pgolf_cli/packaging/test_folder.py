@@ -64,7 +64,7 @@ def test_a_kill_at_any_step_leaves_the_old_folder_or_the_new_one(tmp_path, excha
     runs = runfolders.write_runs(tmp_path / "runs")
     request = PackageRequest(runs=tuple(runs), name="SP8192 legal TTT", author="Ada Lovelace",
                              github_id="ada", out=tmp_path / "records", date=datetime.date(2026, 4, 9),
-                             force=True)
+                             force=True, track="10min_16mb")
     target = request.target
     new_files = sorted(p.name for p in package(request).folder.iterdir())
     for sig in (signal.SIGKILL, signal.SIGTERM):
