@@ -175,8 +175,9 @@ def findings(result, sub: Submission, script: Script | None) -> list[Finding]:
 
 def _sandbox_tag(result) -> str:
     parts = [f"sandbox: {result.sandbox.level}"]
-    if not result.sandbox.network_isolated:
-        parts.append("ran WITHOUT network isolation")
+    gaps = result.sandbox.not_isolated()
+    if gaps:
+        parts.append("NOT isolated: " + ", ".join(gaps))
     if result.python and result.target_python:
         ran = tuple(int(part) for part in result.python.split(".")[:2])
         if ran != tuple(result.target_python):

@@ -4,14 +4,17 @@ environment and identity each one runs the child with.
 Levels, best first (the best one that works here is used, and the report names it):
 - bubblewrap: new network, PID, IPC and UTS namespaces; a root filesystem that holds only the
   system and Python directories and the temporary directory, all read-only, plus a size-limited
-  tmpfs (the sandbox area) for the copy of the folder, HOME and TMPDIR; no new privileges; run as
-  nobody when pgolf runs as root.
+  tmpfs (the sandbox area) for the copy of the folder, HOME and TMPDIR, /tmp and /dev/shm as
+  tmpfs of the same size, /dev read-only; no new privileges; run as nobody when pgolf runs as
+  root.
 - unshare: new network, PID and mount namespaces and a fresh /proc (util-linux `unshare`); the
-  host's filesystem, with the same size-limited tmpfs mounted over the sandbox area.
+  host's filesystem, with the same size-limited tmpfs (and an inode bound) mounted over the
+  sandbox area and over /dev/shm.
 - none: no namespaces. The import has network access, and the sandbox area is a plain folder on
   the host's disk, limited per file only; the report says so.
 At every level: a fresh process, a scrubbed environment, HOME and TMPDIR inside the sandbox
-area, resource limits, and everything the child started is killed at the end (at `none`, a
+area, resource limits (memory per process, not for the whole tree: no cgroup is made), and
+everything the child started is killed at the end (at `none`, a
 daemon that leaves the process tree and group and replaces its environment can survive). A tmpfs
 disappears with its mount namespace, so at the first two levels nothing the script wrote is left
 on the host's disk.
@@ -30,6 +33,7 @@ import tempfile
 from pathlib import Path
 
 NOBODY = 65534
+INODES = 10_000  # files and folders a tmpfs of the sandbox holds, where its mount takes a bound
 _SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
                  "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/passwd",
                  "/etc/group", "/etc/nsswitch.conf", "/etc/localtime", "/etc/alternatives")
@@ -48,6 +52,19 @@ class Sandbox:
     def process_limit_enforced(self) -> bool:
         """The kernel never applies the process limit to uid 0."""
         return self.drop_to is not None or os.geteuid() != 0
+
+    def not_isolated(self) -> list[str]:
+        """What this level leaves open, in a few words each, for the report's sandbox tag."""
+        gaps = []
+        if not self.network_isolated:
+            gaps.append("network")
+        if not self.private_filesystem:
+            gaps.append("the host's files (readable, and writable where this user can write)")
+        if not self.own_pid_namespace:
+            gaps.append("other processes")
+        if not self.disk_quota:
+            gaps.append("disk (bounded per file only)")
+        return gaps
 
     def describe(self) -> str:
         parts = ["no network" if self.network_isolated else "WITH network access (not isolated)"]
@@ -148,7 +165,11 @@ def _bwrap_prefix(tmp: Path, area: Path, area_bytes: int, python_paths=()) -> li
     # returns, so nothing is still dying when the import is reported.
     args += ["--as-pid-1", "--die-with-parent", "--new-session"]
     # /tmp first: a Python installed under it is bound on top of the fresh /tmp, not hidden by it
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm"]
+    # Every writable mount is a tmpfs of the area's size; /dev (a tmpfs of device nodes) is then
+    # made read-only, its shm and the nodes being mounts of their own.
+    size = ["--size", str(area_bytes)]
+    args += ["--proc", "/proc", "--dev", "/dev", *size, "--tmpfs", "/tmp", *size, "--tmpfs", "/dev/shm",
+             "--remount-ro", "/dev"]
     bound: list[str] = []
     made: set[str] = set()
     for path in sorted({*_SYSTEM_PATHS, *_python_paths(), *python_paths}):
@@ -186,9 +207,11 @@ def _unshare_prefix(tmp: Path, area: Path, area_bytes: int) -> list[str]:
     # A fresh /proc: the host's would show other processes, and their environment to the same user.
     # The mount namespace is private (unshare's default propagation), so the tmpfs is never
     # seen from the host and goes when the namespace does.
-    mount = 'mount -t tmpfs -o "size=$1,mode=0777" pgolf-smoke "$2" && shift 2 && exec "$@"'
+    # The host's /dev/shm is writable by every user: a tmpfs of the same bounds goes over it.
+    mount = ('mount -t tmpfs -o "size=$1,nr_inodes=$2,mode=0777" pgolf-smoke "$3" && '
+             'mount -t tmpfs -o "size=$1,nr_inodes=$2,mode=1777" pgolf-shm /dev/shm && shift 3 && exec "$@"')
     return ["unshare", *user, "--net", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc", "--",
-            "sh", "-c", mount, "sh", str(area_bytes), str(area)]
+            "sh", "-c", mount, "sh", str(area_bytes), str(INODES), str(area)]
 
 
 def environment(area: Path) -> dict[str, str]:

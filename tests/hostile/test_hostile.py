@@ -148,6 +148,22 @@ def test_filling_the_disk_stops_at_the_quota(tmp_path):
     assert 0 < written <= 512  # the default disk limit
 
 
+def test_every_writable_mount_is_sized(tmp_path):
+    """/dev/shm and /tmp hold no more than the sandbox's disk limit each, and /dev nothing (once, 5
+    GiB went into /dev/shm); at the level without a private filesystem the tag says so."""
+    if not BEST.disk_quota:
+        pytest.skip(f"the best sandbox here ({BEST.level}) has no disk quota: this would fill the disk")
+    run, findings, review = audit_and_review(tmp_path, "fill_shm")
+    message = smoke_message(findings)
+    written = dict(re.findall(r"(/[\w/]+): (\d+) MiB", message))  # 0 where nobody may write
+    assert sorted(written) == ["/dev", "/dev/shm", "/tmp"], message
+    assert int(written["/dev/shm"]) <= 512, message
+    if BEST.private_filesystem:
+        assert int(written["/tmp"]) <= 512 and int(written["/dev"]) == 0, message
+    else:
+        assert "NOT isolated: the host's files" in message and "NOT isolated" in review
+
+
 def test_a_daemon_holding_the_pipes_does_not_hold_pgolf(tmp_path):
     run, findings, review = audit_and_review(tmp_path, "daemon_keeps_pipes")
     assert "SMOKE_TEST_PASS" in smoke_message(findings)

@@ -43,7 +43,7 @@ def test_socket_to_a_local_listener_never_connects(sandbox, smoke_folder, listen
         assert finding.line == 6 and "create_connection" in finding.evidence
     else:  # the level says what it is: the connection went through, and the report says so
         assert accepted() == [b"smoke import got out"]
-        assert "WITHOUT network isolation" in finding.message and finding.confidence == "low"
+        assert "NOT isolated: network" in finding.message and finding.confidence == "low"
 
 
 @pytest.mark.parametrize("sandbox", LEVELS)
