@@ -20,6 +20,7 @@ from audits.submission import TRACKS, InputError
 from audits.submission.gitdiff import GIT_TIMEOUT, git
 
 BASES = ("refs/remotes/upstream/main", "refs/remotes/origin/main", "refs/heads/main")
+CHALLENGE = "https://github.com/openai/parameter-golf"
 REMOTES = ("upstream", "origin")  # in a fork's clone, upstream is the challenge repository
 FETCH_TIMEOUT = 300
 _PR_REF = re.compile(r"refs/pull/(\d+)/head")
@@ -170,14 +171,3 @@ def _is_ancestor(repo: Path, commit: str, of: str) -> bool:
 def _ref_commit(repo: Path, ref: str) -> str | None:
     out = git(repo, "for-each-ref", "--format=%(objectname)", ref).decode().split()
     return out[0] if out else None
-
-
-def pr_url(repo: Path) -> str | None:
-    """The web address of a PR, with `{n}` for its number, when the clone's remote is on GitHub."""
-    remotes = git(repo, "remote").decode().split()
-    for remote in REMOTES:
-        if remote in remotes:
-            url = git(repo, "remote", "get-url", remote).decode().strip()
-            m = re.fullmatch(r"(?:https://|ssh://git@|git@)github\.com[:/]([\w.-]+)/([\w.-]+?)(?:\.git)?/?", url)
-            return f"https://github.com/{m.group(1)}/{m.group(2)}/pull/{{n}}" if m else None
-    return None

@@ -91,7 +91,6 @@ def sweep_command(repo, prs, unmerged, records, base, out, jobs, timeout, memory
     try:
         main = pulls.resolve_base(repo, base)
         cases = select(repo, main, records=records, prs=prs)
-        pr_url = pulls.pr_url(repo)
     except InputError as exc:
         raise PgolfError(str(exc)) from None
     selection = ("--records" if records else f"--prs {prs[0]}-{prs[1]}" if prs else "--open")
@@ -115,7 +114,8 @@ def sweep_command(repo, prs, unmerged, records, base, out, jobs, timeout, memory
     for index, case in enumerate(cases):
         rows += _rows(case, results[index], out)
     rows.sort(key=lambda r: (r["pr"] is None, r["pr"] or 0, r["folder"] or ""))
-    meta = {"selection": selection, "base": main, "pr_url": pr_url}
+    # A PR number is the challenge repository's, whatever remote the clone was made from.
+    meta = {"selection": selection, "base": main, "pr_url": f"{pulls.CHALLENGE}/pull/{{n}}"}
     write_atomic(out / "sweep.json", table.to_json(rows, meta))
     write_atomic(out / "sweep.md", table.to_markdown(rows, meta))
     write_atomic(out / "sweep.csv", table.to_csv(rows))

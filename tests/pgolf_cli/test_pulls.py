@@ -33,12 +33,3 @@ def test_each_records_folder_with_the_commit_that_added_it(tmp_path):
     assert (folders[OLD].number, folders[OLD].title) == (None, "base")
     assert (folders["records/track_non_record_16mb/2026-04-01_A"].number,
             folders["records/track_non_record_16mb/2026-04-01_A"].title) == (3, "Record: A")
-
-
-def test_the_pr_address_comes_from_a_github_remote(tmp_path):
-    repo = challenge_repo(tmp_path / "repo")
-    assert pulls.pr_url(repo) is None
-    git(repo, "remote", "add", "origin", "git@github.com:someone/parameter-golf")  # a fork
-    assert pulls.pr_url(repo) == "https://github.com/someone/parameter-golf/pull/{n}"
-    git(repo, "remote", "add", "upstream", "https://github.com/openai/parameter-golf.git")
-    assert pulls.pr_url(repo) == "https://github.com/openai/parameter-golf/pull/{n}"  # PRs live there

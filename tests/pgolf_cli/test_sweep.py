@@ -169,6 +169,16 @@ def test_the_page_in_a_headless_browser(opened, tmp_path):
         page.fill("#filter", "")
         page.select_option("#verdict", "PASS")
         assert body.count() == 2
+        # PR numbers link to the challenge repository, whatever remote the clone has
+        links = page.locator("tbody td.num a")
+        assert links.count() >= 1 and all(
+            links.nth(i).get_attribute("href").startswith("https://github.com/openai/parameter-golf/pull/")
+            for i in range(links.count()))
+        # on an 800 px screen nothing scrolls sideways
+        page.set_viewport_size({"width": 800, "height": 900})
+        page.select_option("#verdict", "")
+        width = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        assert width[0] <= width[1], width
         browser.close()
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
 
