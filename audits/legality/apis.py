@@ -103,6 +103,10 @@ SERIALIZE_METHODS = {"register_buffer": 1}
 DECOMPRESS_CALLS = {"lzma.decompress", "zlib.decompress", "bz2.decompress", "gzip.decompress",
                     "brotli.decompress", "zstandard.decompress", "zstd.decompress"}
 
+# Reading weights back from a file or bytes (the artifact's state dict).
+DESERIALIZE_CALLS = {"torch.load", "pickle.load", "pickle.loads", "safetensors.torch.load_file",
+                     "safetensors.torch.load"}
+
 # Reading arrays from a file: a shipped table (bytes per token) the run may score with.
 ARRAY_LOAD_CALLS = {"numpy.load"}
 

@@ -11,7 +11,8 @@ import libcst as cst
 from audits.legality import apis, operators, printed, shapes
 from audits.legality.program import ClassInfo, Function
 from audits.legality.values import (
-    BLOB, EMPTY, GEN, GRAD, HASH, HOOK, LOADED, LOSSFN, MODEL, NORM, OPTIM, PROB, STAT, TARGET, TRAIN,
+    BLOB, EMPTY, GEN, GRAD, HASH, HOOK, LOADED, LOSSFN, MODEL, NORM, OPTIM, PROB, READ, STAT, TARGET,
+    TRAIN,
     Event, Site, Taint, data_roots, has_data, keyed, kinds, loss_data, objref, substitute,
 )
 
@@ -150,6 +151,8 @@ def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
         for arg in args:
             _sink(w, node, name, arg.taint)
         return union
+    if name in apis.DESERIALIZE_CALLS:
+        return union | {READ}
     if name in apis.ARRAY_LOAD_CALLS:
         w.emit(Event("array_file", site, detail=name))
         return union
@@ -296,6 +299,10 @@ def method_call(w, node: cst.Call, func: cst.Attribute, args: list[Arg]) -> Tain
         written = receiver_node if name not in ("append", "extend", "update") else None
         w.mutate(receiver_node, union, written=written)
         return receiver | union
+    if name == "load_state_dict" and _whole_state(w, args):
+        # every parameter and buffer overwritten: what training had put in the weights is gone
+        w.mutate(receiver_node, frozenset({("reloaded", site)}))
+        return EMPTY
     candidates = _methods(w, receiver_node, receiver, name)
     if candidates:
         result = EMPTY
@@ -309,6 +316,21 @@ def method_call(w, node: cst.Call, func: cst.Attribute, args: list[Arg]) -> Tain
         _model_called(w, node, union)
         return union | {MODEL, ("out", site)} | objref(receiver)
     return receiver | union
+
+
+def _whole_state(w, args: list[Arg]) -> bool:
+    """`load_state_dict(state)`, strict (every key must be there), of a state that holds no
+    module's parameters: weights read back from a file or bytes, not a model's own state."""
+    state = _arg(args, 0, "state_dict")
+    if state is None or not (BLOB in state.taint or READ in state.taint) \
+            or kinds(state.taint, "objref") or kinds(state.taint, "state"):
+        return False
+    for label in kinds(state.taint, "obj"):
+        cls = w.p.classes.get(label[2])
+        if (cls.is_module if cls is not None else label[2].startswith("torch.nn.")):
+            return False
+    strict = _arg(args, 1, "strict")
+    return strict is None or not (isinstance(strict.node, cst.Name) and strict.node.value == "False")
 
 
 def _methods(w, receiver_node, receiver: Taint, name: str) -> list[Function]:

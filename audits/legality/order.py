@@ -120,6 +120,14 @@ def _same_model(update: Event, score: Event, events: list[Event]) -> bool:
     return not updated or not scored or bool(updated & scored)
 
 
+def _reloaded_since(update: Event, score: Event) -> bool:
+    """Were the weights the score runs on all loaded afresh after the update (a strict
+    load_state_dict of weights read back from the artifact)? Then nothing it trained reaches
+    this score."""
+    return any(label[1].fn is update.site.fn and relation(update.site, label[1]) == "before"
+               for label in kinds(score.taint, "reloaded"))
+
+
 def _origin(site: Site) -> tuple:
     """Where an object was made, however many calls it has been seen through."""
     return site.inner_fn.key, id(site.inner)
@@ -411,6 +419,8 @@ def _pair(update: Event, score: Event, backpropagated: set, events: list[Event])
     if order in ("same", "exclusive"):
         return [], False
     loops = common_loops(score.site, update.site)
+    if order == "after" and _reloaded_since(update, score):
+        return [], False
     if not loops and not _same_model(update, score, events):
         return [], False
     fresh = _fresh(score, backpropagated)

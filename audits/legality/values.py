@@ -25,8 +25,11 @@ Labels are tuples whose first item is the kind:
   ("filled", site, params)       written into at `site` with data; `params`: the parameters it came
                                  from alone (a fill only where a caller passes data), else None
   ("keyed", site)                a hash key first combined with the scored token at `site`
+  ("reloaded", site)             an object whose weights were all loaded afresh at `site`
+                                 (a strict load_state_dict of weights read back from a file)
   ("blob",)                      bytes decompressed from a blob (a payload of the artifact)
   ("loaded",)                    a module the script loaded at run time (importlib, by path)
+  ("read",)                      deserialized from a file or bytes (torch.load, pickle.loads)
   ("unpacked", site)             the blob was first decompressed at `site` (where stored answers
                                  come back in: the finding names it)
 """
@@ -48,10 +51,11 @@ HASH, MASK, INDICATOR, STAT = ("hash",), ("mask",), ("indicator",), ("stat",)
 NORM = ("norm",)
 BLOB = ("blob",)
 LOADED = ("loaded",)
+READ = ("read",)
 DATA_KINDS = {"val", "train", "gen", "param"}
 # Labels made at a site inside a callee are moved to the call site when the callee's effects are
 # replayed in its caller: there, the call is where the loss was computed or the object made.
-RELOCATED_KINDS = {"loss", "out", "state", "obj", "filled"}
+RELOCATED_KINDS = {"loss", "out", "state", "obj", "filled", "reloaded"}
 LOCAL_KINDS = {"iter", "prev"}
 
 
@@ -218,6 +222,8 @@ def objref(taint: Taint) -> Taint:
             out.add(label)
         elif label[0] in ("obj", "param"):
             out.add(("objref", label))
+        elif label[0] == "reloaded":  # its weights as loaded there
+            out.add(label)
     return frozenset(out)
 
 
