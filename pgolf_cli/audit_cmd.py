@@ -10,10 +10,10 @@ from pathlib import Path
 import click
 
 from pgolf_cli.errors import PgolfError
-from pgolf_cli.files import write_atomic
 from pgolf_cli.smoke_option import resolve_smoke, smoke_option
 from pgolf_cli.time_limit_option import time_limit_option
-
+from trainer.challenge import SIGNIFICANCE_P
+from trainer.files import write_atomic
 
 # The audit (libcst and every rule) is imported where a command needs it, not at the top: `--help`
 # and a usage error answer without it.
@@ -181,8 +181,8 @@ def _changed_files(path: str | None, base: str | None):
 @click.option("--baseline-bpb", metavar="X[,Y...]", help="Previous record's val_bpb (per seed if several).")
 @click.option("--baseline-run", multiple=True, type=click.Path(dir_okay=False, path_type=str),
               metavar="LOG", help="Previous record's seed logs (repeatable).")
-@click.option("--p-threshold", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01,
-              show_default=True, help="Significance threshold (organizers later used 0.25).")
+@click.option("--p-threshold", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              default=SIGNIFICANCE_P, show_default=True, help="Significance threshold (organizers later used 0.25).")
 @smoke_option
 @time_limit_option
 @click.option("--smoke-forward", is_flag=True,

@@ -20,9 +20,9 @@ import click
 
 from pgolf_cli.data_cmd import split_summary
 from pgolf_cli.errors import PgolfError
-from pgolf_cli.files import write_atomic
 from pgolf_cli.review_cmd import review_audit
 from pgolf_cli.train_cmd import run_training
+from trainer.files import write_atomic
 
 # Each stage imports what it runs (the trainer, the packager, the audit) when it starts, so that
 # `--help` and a usage error load none of them.

@@ -14,9 +14,9 @@ from pathlib import Path
 import click
 
 from pgolf_cli.errors import PgolfError
-from pgolf_cli.files import write_atomic
 from pgolf_cli.smoke_option import resolve_smoke, smoke_option
 from pgolf_cli.sweep import pool
+from trainer.files import write_atomic
 
 FETCH_ALL = "git fetch origin '+refs/pull/*/head:refs/pull/*/head'"
 

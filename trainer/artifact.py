@@ -21,17 +21,19 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
+from trainer.challenge import CAP_BYTES
 from trainer.codesize import shipped_form
 from trainer.distributed import broadcast_object, rank_and_world
 from trainer.extras import EXTRAS
 from trainer.compress import (compress_all, compress_artifact, container_sample, pack_tensors,
-                              require_compressor, write_atomic)
+                              require_compressor)
+from trainer.files import write_atomic
 from trainer.fitcap import NothingFits, fit_to_budget
 from trainer.hessians import collect_hessians, hessian_targets
 from trainer.lqer import lqer_corrections
-from trainer.quant import QTensor, quantization_summary, quantize_state_dict, salient_groups
+from trainer.quant import (PASSTHROUGH_MAX_NUMEL, QTensor, quantization_summary, quantize_state_dict,
+                           salient_groups)
 
-CAP_BYTES = 16_000_000
 
 
 class ArtifactTooLarge(ValueError):
@@ -62,7 +64,7 @@ def write_artifact(cfg, model: nn.Module, loader, *,
     figures: dict = {}
     error = None
     if rank_and_world()[0] == 0:  # the others wait: every rank then reads the same file
-        quantized = _quantize(cfg, model, hessians, log)
+        quantized = quantize_model(cfg, model, hessians, log)
         try:
             artifact, unfitted, figures = _package(cfg, quantized, hessians, code, log)
             write_atomic(Path(artifact_path), artifact)
@@ -113,12 +115,18 @@ def _embeddings(model: nn.Module) -> set[str]:
     return {f"{name}.weight" for name, m in model.named_modules() if isinstance(m, nn.Embedding)}
 
 
-def _quantize(cfg, model: nn.Module, hessians: dict[str, Tensor], log) -> dict:
+def quantize_model(cfg, model: nn.Module, hessians: dict[str, Tensor], log,
+                   passthrough_max_numel: int = PASSTHROUGH_MAX_NUMEL) -> dict:
+    """The quantized state dict the artifact holds: GPTQ where `hessians` has a matrix (else
+    round-to-nearest), AWQ-lite's column groups and LQER's factors as the settings ask, logged.
+    The causality probes quantize through here too, so they check the export's artifact; only
+    they lower `passthrough_max_numel`, to quantize a tiny model's matrices."""
     t0 = time.perf_counter()
     state, embeddings = model.state_dict(), _embeddings(model)
     fine = _salient(cfg, embeddings, state, hessians, log) if cfg.awq_groups else {}
     quantized = quantize_state_dict(state, hessians, embeddings=embeddings, fine=fine,
-                                    fine_bits=cfg.awq_bits, **quantization_settings(cfg))
+                                    fine_bits=cfg.awq_bits, passthrough_max_numel=passthrough_max_numel,
+                                    **quantization_settings(cfg))
     log(f"quantize:{len(quantized)} tensors in {time.perf_counter() - t0:.1f}s")
     log("Quantized weights:")
     for line in quantization_summary(quantized):
@@ -197,7 +205,7 @@ def _package(cfg, quantized: dict, hessians: dict[str, Tensor], code: str,
 
 def _best_method(container: bytes, log) -> str:
     """For COMPRESSOR=best: the method that compresses a sample of the container smaller;
-    running both in full cost 80 s + 56 s on a record-sized model."""
+    running both in full takes minutes on a record-sized model (docs/export.md)."""
     sample = container_sample(container)
     tried = compress_all(sample)
     built = {m: len(a) for m, (a, _) in tried.items() if isinstance(a, bytes)}

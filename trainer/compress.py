@@ -14,10 +14,10 @@ length of the container, then the compressed container. rans: u32 length of trai
 stream of the 1-byte section, that stream (a quantized matrix in `COLUMN_CLASSES` segments, its
 columns grouped by spread), then lzma of the rest of the container followed by each matrix's
 column classes (u8 per column). brotli compresses `PIECES` equal slices apart, in parallel
-threads (it releases the GIL), its payload starting with the streams' lengths (u32 each): on a
-36 MB container of the frontier model's shape, 2 cores, that took 37 s instead of 82 s and came
-out no larger; lzma stays one stream, as slices made it 282 KB larger
-(benchmarks/compress_speed.py, docs/export.md). Any damage is reported as one ArtifactError line.
+threads (it releases the GIL), its payload starting with the streams' lengths (u32 each): that
+runs in a fraction of one stream's time and comes out no larger; lzma stays one stream, as slices
+made it larger (benchmarks/compress_speed.py, docs/export.md). Any damage is reported as one
+ArtifactError line.
 """
 
 from __future__ import annotations
@@ -254,7 +254,8 @@ def compress_all(container: bytes) -> dict[str, tuple[bytes | str, float]]:
         return dict(zip(GENERAL, pool.map(attempt, GENERAL)))
 
 
-SAMPLE_PIECES, PIECE_BYTES = 32, 65_536  # a 2 MiB sample: about 1 s of brotli-11
+# 2 MiB: brotli-11 compresses it in a moment (docs/benchmarks.md, "Figures behind the code's choices")
+SAMPLE_PIECES, PIECE_BYTES = 32, 65_536
 
 
 def container_sample(container: bytes) -> bytes:
@@ -311,21 +312,6 @@ def _decompressed(method: int, payload: bytes, label: str, length: int) -> bytes
         (n,) = struct.unpack_from("<I", payload)
         return _rans_join(rans_decode(payload[4:4 + n], length), lzma.decompress(payload[4 + n:]))
     raise ArtifactError(f"{label}: unknown compression method byte {method}")
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write to a temporary file beside `path`, flush to disk, then rename: never half a file."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def read_artifact(path: Path) -> dict[str, QTensor | Tensor]:

@@ -17,6 +17,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from trainer.challenge import TRAIN_BUDGET_MS
 from trainer.errors import TrainerError
 from trainer.extras import EXTRAS
 
@@ -47,8 +48,8 @@ class Config:
     # ---- length and batch ------------------------------------------------------------------
     iterations: int = knob(20000, "Most optimizer steps; with MAX_WALLCLOCK_SECONDS=0 also the "
                            "length of the schedule.")
-    max_wallclock_seconds: float = knob(600.0, "Cap on training time (validation excluded), the "
-                                        "challenge's 600 s; 0 = run ITERATIONS steps.")
+    max_wallclock_seconds: float = knob(TRAIN_BUDGET_MS / 1000, "Cap on training time (validation "
+                                        "excluded), the challenge's 600 s; 0 = run ITERATIONS steps.")
     warmup_steps: int = knob(20, "Untimed steps that compile each graph (looping off, then on); "
                              "weights, optimizer state and data order are restored after them.")
     train_batch_tokens: int = knob(786432, "Tokens per optimizer step over all ranks; the "

@@ -22,12 +22,11 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from trainer.artifact import quantization_settings
-from trainer.compress import compress_artifact, pack_tensors, write_atomic
+from trainer.artifact import quantize_model
+from trainer.compress import compress_artifact, pack_tensors
 from trainer.config import load_config
-from trainer.lqer import corrections
+from trainer.files import write_atomic
 from trainer.model import GPT
-from trainer.quant import quantize_state_dict
 from trainer.scoring import evaluate_artifact
 from trainer.shards import BOS_ID
 from trainer.sliding import Trace
@@ -199,8 +198,9 @@ def self_probe(settings: dict[str, str] | None = None) -> list[ProbeResult]:
     """Every probe on pgolf's own evaluation: the trainer's model at the tiny preset plus
     `settings` (SWITCHES, as the probed bundle has them), with random weights (the
     output projections and gates start at zero, which would hide what they read) and looping on,
-    round-tripped through a quantized artifact (with LQER's factors when it is on); random
-    tokens in packed documents."""
+    round-tripped through an artifact quantized as the export quantizes (`artifact.quantize_model`:
+    LQER's factors and AWQ-lite's groups as the settings ask; no Hessians, so round-to-nearest);
+    random tokens in packed documents."""
     cfg = load_config(env={}, overrides={**PROBE_SETTINGS, **(settings or {})})
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny model: fastest, and the same order of sums every run
@@ -213,12 +213,7 @@ def self_probe(settings: dict[str, str] | None = None) -> list[ProbeResult]:
         if model.smear_gate is not None:
             torch.nn.init.ones_(model.smear_gate.lam)
         model.looping_active = cfg.num_loops > 0
-        state = model.state_dict()
-        quantized = quantize_state_dict(state, {}, embeddings={"tok_emb.weight"},
-                                        passthrough_max_numel=1024, **quantization_settings(cfg))
-        if cfg.lqer_enabled:
-            quantized.update(corrections(state, quantized, rank=cfg.lqer_rank,
-                                         top_k=cfg.lqer_top_k, group=cfg.lqer_group))
+        quantized = quantize_model(cfg, model, {}, log=lambda line: None, passthrough_max_numel=1024)
         tokens = torch.randint(0, cfg.vocab_size, (PROBE_TOKENS,),
                                generator=torch.Generator().manual_seed(1))
         tokens[::DOCUMENT_TOKENS] = BOS_ID

@@ -9,12 +9,12 @@ import math
 import libcst as cst
 
 from audits import legality
-from audits.context import CAP_BYTES, EVAL_BUDGET_MS, TRAIN_BUDGET_MS
 from audits.findings import Severity
 from audits.registry import FAIL, ILLEGAL, WARN, Rule, check, found, issue, pr, readme, rules
 from audits.rules.legality.evidence import excerpt
 from audits.submission import codesize, runs, trees
 from audits.submission.logparse import Value
+from trainer.challenge import CAP_BYTES, EVAL_BUDGET_MS, TRAIN_BUDGET_MS
 
 RULES = rules(
     Rule("ARTIFACT_OVER_CAP", FAIL, "budgets",

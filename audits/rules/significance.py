@@ -8,11 +8,12 @@ import math
 import re
 
 from audits import leaderboard
-from audits.context import MIN_IMPROVEMENT_NATS, Baseline
+from audits.context import Baseline
 from audits.findings import Severity
 from audits.registry import NEEDS_ACTION, WARN, Rule, check, found, pr, readme, rules
 from audits.stats import mean, one_sided_welch
 from audits.submission import runs
+from trainer.challenge import MIN_IMPROVEMENT_NATS
 
 RULES = rules(
     Rule("NOT_SIGNIFICANT", WARN, "metadata",

@@ -13,6 +13,8 @@ import hashlib
 import math
 import re
 
+from trainer.challenge import TRAIN_BUDGET_MS
+
 NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf"
 
 _TIMESTAMP = re.compile(r"^\d{9,11}(?:\.\d+)?\s+")
@@ -394,7 +396,7 @@ def _on_reserve(log, m, n, line):
     # The effective window is exact where the printed amount is rounded ("reserving 0s,
     # effective=599500ms"), so prefer it.
     if m.group(3):
-        reserve_ms = 600_000 - int(m.group(3))
+        reserve_ms = TRAIN_BUDGET_MS - int(m.group(3))
     else:
         reserve_ms = _num(m.group(1)) * (1000 if m.group(2).lower() == "s" else 1)
     log.gptq_reserve_ms = Value(reserve_ms, n, line)

@@ -28,8 +28,9 @@ import zlib
 from collections.abc import Callable
 
 from audits.submission import trees
+from trainer.challenge import CAP_BYTES
 
-LIMIT = 16_000_000  # bytes a payload may decompress to
+LIMIT = CAP_BYTES  # bytes a payload may decompress to: no larger one could ship
 MAX_LAYERS = 8
 _LZMA_CONSTANTS = ("FORMAT_", "FILTER_", "PRESET_", "CHECK_", "MF_", "MODE_")
 

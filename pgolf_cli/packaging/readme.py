@@ -12,7 +12,7 @@ import string
 
 from audits import __version__, catalogue
 from audits.compliance import condition_results, rule_results, unchecked_lines
-from audits.context import CAP_BYTES, AuditOptions
+from audits.context import AuditOptions
 from audits.engine import SubmissionReport
 from audits.findings import Severity
 from pgolf_cli.packaging.code import ShippedCode
@@ -20,6 +20,7 @@ from pgolf_cli.packaging.plot import PLOT_NAME
 from pgolf_cli.packaging.request import PackageRequest
 from pgolf_cli.packaging.runs import Run
 from pgolf_cli.packaging.settings import PER_RUN, changed_settings
+from trainer.challenge import CAP_BYTES
 
 TRACK_LABEL = {"10min_16mb": "Record-track (10 minutes, 16 MB)", "non_record_16mb": "Non-record (16 MB)"}
 DECODE_COMMAND = ("python -c \"import ast,lzma;s=open('train_gpt.py',encoding='latin-1').read();"

@@ -17,6 +17,7 @@ import platform
 from pathlib import Path
 
 import audits
+import trainer
 from audits import api, submission
 from audits.context import AuditOptions
 from audits.engine import SubmissionReport
@@ -25,7 +26,7 @@ from audits.report.review import render_review
 from audits.smoke import tempdirs
 from audits.submission.gitdiff import added_folders, changed_paths, git
 from pgolf_cli import gittree, pr_audit, pulls
-from pgolf_cli.files import write_atomic
+from trainer.files import write_atomic
 
 PREFIX = "pgolf-sweep-"  # the temporary folder a case's folders are written into
 MAX_LISTED = 50  # findings kept per row for the table's details
@@ -50,10 +51,11 @@ class Settings:
 
 
 def code_hash() -> str:
-    """A hash of pgolf's own source and of what the smoke import runs under (Python, torch):
-    results cached by another version are not reused."""
+    """A hash of pgolf's own source (the audit reads the challenge's limits and the code-size
+    count from trainer/) and of what the smoke import runs under (Python, torch): results cached
+    by another version are not reused."""
     digest = hashlib.sha256(f"{platform.python_version()} torch {_version('torch')}".encode())
-    for package in (Path(audits.__file__).parent, Path(__file__).parents[1]):
+    for package in (Path(audits.__file__).parent, Path(trainer.__file__).parent, Path(__file__).parents[1]):
         for path in sorted(package.rglob("*.py")):
             digest.update(path.relative_to(package.parent).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()

@@ -1,14 +1,11 @@
-"""The `pgolf` group (commands loaded when they run, listed with their own words) and the files
-commands write."""
+"""The `pgolf` group: commands loaded when they run, listed with their own words."""
 
 from __future__ import annotations
 
 import importlib
-import os
 import subprocess
 import sys
 
-from pgolf_cli.files import write_atomic
 from pgolf_cli.main import COMMANDS
 
 
@@ -25,14 +22,3 @@ def test_help_loads_neither_the_audit_nor_the_trainer():
              "print(sorted({m.split('.')[0] for m in sys.modules} & {'libcst', 'torch', 'rich'}))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert "audit" in out and out.strip().splitlines()[-1] == "[]"
-
-
-def test_a_written_report_gets_the_mode_the_umask_gives(tmp_path):
-    old = os.umask(0o022)
-    try:
-        write_atomic(tmp_path / "out" / "report.md", "text\n")
-    finally:
-        os.umask(old)
-    path = tmp_path / "out" / "report.md"
-    assert path.read_text() == "text\n" and (path.stat().st_mode & 0o777) == 0o644
-    assert [p.name for p in path.parent.iterdir()] == ["report.md"]

@@ -5,6 +5,7 @@ import torch
 from trainer import compress, lqer, quant
 from trainer.artifact import quantization_settings
 from trainer.config import load_config
+from trainer.files import write_atomic
 from trainer.model import GPT
 from trainer.scoring import _load
 
@@ -68,7 +69,7 @@ def test_corrections_survive_the_artifact_and_load_into_the_model(tmp_path):
     q = _quantized(state)
     factors = lqer.corrections(state, q, rank=2, top_k=2, group=16)
     path = tmp_path / "m.pga"
-    compress.write_atomic(path, compress.compress_artifact(compress.pack_tensors({**q, **factors}),
+    write_atomic(path, compress.compress_artifact(compress.pack_tensors({**q, **factors}),
                                                            "lzma"))
     _load(dataclasses.replace(TINY, lqer_enabled=True), model, path)
     expected = lqer.fold_corrections({**quant.dequantize_state_dict(q), **factors})

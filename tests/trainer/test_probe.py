@@ -5,6 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from trainer import compress, probe, quant, sliding, ttt
+from trainer.files import write_atomic
 from tinylm import VOCAB, Block, byte_table, config, tiny_model
 
 N_TOKENS = 5 * 64 + 1  # five TTT chunks of 64 positions
@@ -20,7 +21,7 @@ def artifact(tmp_path_factory):
                                   matrix_bits=6, embed_bits=8, matrix_clip_sigmas=12.85,
                                   embed_clip_sigmas=20.0)
     path = tmp_path_factory.mktemp("probe") / "model.pga"
-    compress.write_atomic(path, compress.compress_artifact(compress.pack_tensors(q), "lzma"))
+    write_atomic(path, compress.compress_artifact(compress.pack_tensors(q), "lzma"))
     return path
 
 
@@ -47,7 +48,7 @@ def _ttt_variant(adapt_first: bool, rescore: bool):
         tally = sliding.Tally.zeros(tokens.device)
         kw = dict(seq_len=32, batch_windows=4, trace=trace)
         chunks = ttt.chunk_bounds(tokens.numel() - 1, 64)
-        for ci, (lo, hi) in enumerate(chunks):
+        for lo, hi in chunks:
             if not adapt_first:
                 sliding.score_segments(model.forward_logits, tokens, sliding.segments(lo, hi, 32, 8),
                                        tally, byte_table(), **kw)
@@ -109,7 +110,7 @@ def test_on_the_trainer_model_ttt_adapts_so_the_probes_have_something_to_catch(t
         if p.ndim == 2:
             torch.nn.init.normal_(p, std=0.2)
     path = tmp_path / "m.pga"
-    compress.write_atomic(path, compress.compress_artifact(compress.pack_tensors(
+    write_atomic(path, compress.compress_artifact(compress.pack_tensors(
         {k: v.clone() for k, v in model.state_dict().items()}), "lzma"))
     traces = {name: sliding.Trace.for_stream(probe.PROBE_TOKENS) for name in probe.PHASES}
     tokens = torch.randint(0, cfg.vocab_size, (probe.PROBE_TOKENS,),
@@ -178,7 +179,7 @@ def _trainer_evaluation(cfg, tokens, traces):
     model.looping_active = True
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "m.pga"
-        compress.write_atomic(path, compress.compress_artifact(compress.pack_tensors(
+        write_atomic(path, compress.compress_artifact(compress.pack_tensors(
             {k: v.clone() for k, v in model.state_dict().items()}), "lzma"))
         probe.artifact_evaluation(cfg, model, path, lambda p, t, pos: torch.ones_like(t))(tokens, traces)
 
