@@ -12,7 +12,7 @@ from audits import catalogue
 from audits.context import AuditOptions
 from audits.engine import SubmissionReport
 from audits.findings import Severity
-from audits.registry import CHECKS
+from audits.registry import CHECKS, option_on, selected
 
 CONDITIONS = {
     "#1017 C1": "strict causal dependence",
@@ -33,7 +33,7 @@ class ConditionResult:
 
 def checked(rule: catalogue.Rule, options: AuditOptions) -> bool:
     """Whether this version of pgolf decides `rule`."""
-    return options.selected(rule.id) and rule.id in CHECKS
+    return selected(rule.id, options) and rule.id in CHECKS
 
 
 def unchecked_lines(results: dict[str, str], options: AuditOptions, *, version: str) -> list[str]:
@@ -41,7 +41,7 @@ def unchecked_lines(results: dict[str, str], options: AuditOptions, *, version: 
     and the rest, which `version` (the renderer's wording of "this version of pgolf") did not
     decide."""
     missing = [rule for rule, status in results.items() if status == "not checked"]
-    off = [rule for rule in missing if not options.option_on(rule)]
+    off = [rule for rule in missing if not option_on(rule, options)]
     other = [rule for rule in missing if rule not in off]
     lines = []
     if other:

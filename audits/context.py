@@ -1,22 +1,18 @@
-"""The options every check may read, fixed once per audit run."""
+"""The options every check may read, fixed once per audit run (which rules they select:
+registry.selected)."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
 
-from audits.registry import ROWS
+from trainer.challenge import SIGNIFICANCE_P
 
 DEFAULT_PYTHON = (3, 10)
 DEFAULT_PYTHON_ORIGIN = (
     "default: the community reviewers' CPU smoke box runs Python 3.10; no organizer rule pins a "
     "version (openai/parameter-golf#17, #1591)"
 )
-
-CAP_BYTES = 16_000_000
-TRAIN_BUDGET_MS = 600_000
-EVAL_BUDGET_MS = 600_000
-MIN_IMPROVEMENT_NATS = 0.005
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,27 +33,13 @@ class AuditOptions:
     strict: bool = False
     waivers: Mapping[str, str] = dataclasses.field(default_factory=dict)
     baseline: Baseline | None = None
-    p_threshold: float = 0.01
+    p_threshold: float = SIGNIFICANCE_P
     base_ref: str | None = None
     changed_files: tuple[tuple[str, str], ...] | None = None  # the PR's change, from --changed-files
     smoke: bool = False
     smoke_forward: bool = False
     probe: bool = False  # run the causality probes on pgolf's own evaluation (--probe)
     waiver_comments: bool = True  # honour `# pgolf: waive` comments in the submission's code
-
-    def selected(self, rule_id: str) -> bool:
-        """Whether the rule runs: chosen by --only/--skip, and its option on where it needs one
-        (the causality probes when asked for, the smoke import unless turned off); with the
-        option off it is "not checked", never "pass"."""
-        if not self.option_on(rule_id):
-            return False
-        if self.only and rule_id not in self.only:
-            return False
-        return rule_id not in self.skip
-
-    def option_on(self, rule_id: str) -> bool:
-        option = ROWS[rule_id].needs_option
-        return option is None or getattr(self, option)
 
     @property
     def python_label(self) -> str:

@@ -8,7 +8,7 @@ import traceback
 from audits import catalogue, timelimit  # noqa: F401  (every rule registers its check when imported)
 from audits.context import AuditOptions
 from audits.findings import Finding, Severity
-from audits.registry import CHECKS, LEVELS, PASS, ROWS
+from audits.registry import CHECKS, LEVELS, PASS, ROWS, selected
 from audits.submission import Problem, Submission
 from audits.waivers import apply_waivers
 
@@ -72,7 +72,7 @@ def audit_submission(sub: Submission, options: AuditOptions) -> SubmissionReport
     stopped_in, not_run = None, []
     # the time limit's own check last: it reports what the others could not finish
     for rule_id, fn in sorted(CHECKS.items(), key=lambda item: item[0] == TIME_LIMIT):
-        if not options.selected(rule_id):
+        if not selected(rule_id, options):
             continue
         if rule_id == TIME_LIMIT:
             if (stopped_in or not_run) and not _recorded(sub, TIME_LIMIT):

@@ -1,5 +1,6 @@
 """The registry: each rule's row (ID, severity, family, summary, sources) and its check, both
-registered by the rule's own module in audits/rules, so a rule is found from its ID in one step.
+registered by the rule's own module in audits/rules, so a rule is found from its ID in one step;
+and which rules an audit's options select.
 
     RULES = rules(Rule("SLOT", FAIL, "legality", "No per-window ...", (pr(1240),), (C1, C3)))
 
@@ -139,6 +140,22 @@ def found(rule_id: str, message: str, *, severity: Severity | None = None, **fie
     fields.setdefault("source", rule.primary_source)
     return Finding(rule=rule_id, severity=rule.severity if severity is None else severity,
                    message=message, **fields)
+
+
+def selected(rule_id: str, options: AuditOptions) -> bool:
+    """Whether the rule runs: chosen by --only/--skip, and its option on where it needs one
+    (the causality probes when asked for, the smoke import unless turned off); with the
+    option off it is "not checked", never "pass"."""
+    if not option_on(rule_id, options):
+        return False
+    if options.only and rule_id not in options.only:
+        return False
+    return rule_id not in options.skip
+
+
+def option_on(rule_id: str, options: AuditOptions) -> bool:
+    option = ROWS[rule_id].needs_option
+    return option is None or getattr(options, option)
 
 
 def doc(rule_id: str) -> str | None:

@@ -4,10 +4,11 @@ against the layering.
     python scripts/import_graph.py audits            # a summary
     python scripts/import_graph.py audits --edges    # and every edge
 
-Every import of the package's own modules counts, at module level or inside a function (a lazy
-import is still a dependency), except those under `if TYPE_CHECKING:` (annotations only). A module's floor is the length of the longest import chain below
-it; a circle is a set of modules that import each other. LAYERS below states the intended order,
-lowest first: an import from a module into a higher layer is reported as running back up.
+Every import of the package's own modules counts, at module level, inside a function (a lazy
+import is still a dependency) or under `if TYPE_CHECKING:` (an annotation's meaning depends on
+it too). A module's floor is the length of the longest import chain below it; a circle is a set
+of modules that import each other. LAYERS below states the intended order of audits/, lowest
+first: an import from a module into a higher layer is reported as running back up.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # The intended layers of audits/, lowest first: a module may import its own layer or lower ones.
 LAYERS = (
     ("audits", "audits.findings", "audits.stats"),
-    ("audits.registry",),
     ("audits.context", "audits.submission"),
+    ("audits.registry",),
     ("audits.pyversion", "audits.legality", "audits.smoke"),
     ("audits.rules",),
     ("audits.catalogue", "audits.engine", "audits.compliance", "audits.waivers"),
@@ -48,7 +49,7 @@ def imports(name: str, path: Path, known: set[str]) -> set[str]:
     tree = ast.parse(path.read_text(), str(path))
     is_package = path.name == "__init__.py"
     out = set()
-    for node in _runtime_nodes(tree):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -68,19 +69,6 @@ def imports(name: str, path: Path, known: set[str]) -> set[str]:
             if target and target != name:
                 out.add(target)
     return out
-
-
-def _runtime_nodes(tree: ast.AST):
-    """Every node except those under `if TYPE_CHECKING:` (imports for annotations only)."""
-    todo = [tree]
-    while todo:
-        node = todo.pop()
-        yield node
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
-                todo.extend(child.orelse)
-                continue
-            todo.append(child)
 
 
 def layer_of(name: str) -> int | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from audits import __version__, catalogue
 from audits.engine import AuditReport
 from audits.findings import Severity
-from audits.registry import CHECKS, LEVELS, PASS
+from audits.registry import CHECKS, LEVELS, PASS, selected
 from audits.report import neutral
 from audits.submission import runs
 
@@ -41,7 +41,7 @@ def _columns(rows: list[list[str]]) -> list[str]:
 
 def quiet_rules(r, options) -> list[str]:
     """The rules that ran on this submission and found nothing, in catalogue order."""
-    return [rule.id for rule in catalogue.RULES if rule.id in CHECKS and options.selected(rule.id)
+    return [rule.id for rule in catalogue.RULES if rule.id in CHECKS and selected(rule.id, options)
             and not any(f.rule == rule.id for f in r.findings)]
 
 
