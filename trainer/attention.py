@@ -2,9 +2,9 @@
 
 FlashAttention 3 (`flash_attn_interface`, Hopper) was used by every record since PR #122; without
 it FlashAttention 4 (`flash_attn.cute`, CuTe DSL), then FlashAttention 2 (`flash_attn`), then
-PyTorch SDPA. Of SDPA's kernels cuDNN was the fastest measured for the record's shapes on an H200
-(2.39 ms forward + backward with native GQA vs 3.70 ms for the flash kernel), so `auto` takes it
-when a probe with the model's head layout runs.
+PyTorch SDPA. Of SDPA's kernels cuDNN was the fastest measured for the record's shapes
+(docs/benchmarks.md, "Figures behind the code's choices"), so `auto` takes it when a probe with
+the model's head layout runs.
 
 A flash package is judged by what it really holds: the FlashAttention 4 wheel installs a
 `flash_attn` package with only `flash_attn.cute` in it, so `import flash_attn` succeeds without

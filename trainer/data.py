@@ -171,8 +171,8 @@ class TrainLoader:
 def host_bounds(windows: torch.Tensor, device: torch.device) -> torch.Tensor:
     """The segment bounds of the (B, T) host windows (trainer/fa4.py) on `device`. Computed on the
     GPU they cost a host sync per micro-batch, after which the GPU idled while the next forward's
-    first small kernels were launched one by one: about 3 ms of each micro-batch on an H200
-    (docs/benchmarks.md). Their length is the data's, so compiled graphs take it as a dynamic
+    first small kernels were launched one by one (docs/benchmarks.md, "Segment bounds from the
+    loader: no host sync in the step"). Their length is the data's, so compiled graphs take it as a dynamic
     size, compiled once for every count of documents."""
     bounds = bounds_of(windows)
     if device.type == "cuda":

@@ -9,9 +9,9 @@ takes the same tensors flattened to (B*T, ...) with `cu_seqlens`, the int32 star
 segments plus the total (a segment never crosses a window edge), and `max_seqlen` bounding them.
 
 With fewer key/value heads than query heads, FA4's backward sums each group's dK and dV in fp32
-buffers that it zeroes first and converts to bf16 after: on an H200 at the record's shapes 4.3 ms
-of zeroing and 7.0 ms of conversion a step (looping off), and its main kernel 4.7 ms slower than
-with one key and value head per query head (docs/benchmarks.md). Training therefore passes the
+buffers that it zeroes first and converts to bf16 after, and its main kernel is slower than
+with one key and value head per query head (docs/benchmarks.md, "One key and value head per query
+head for FA4's backward"). Training therefore passes the
 keys and values repeated to the query heads (`kv_repeats`; trainer/qk_rope.py's kernel writes
 the keys' copies): FA4 then stores dK and dV directly, and the copies' gradients are summed where
 that kernel's backward reads them and, for the values, in the compiled graph.

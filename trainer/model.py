@@ -61,7 +61,8 @@ class Rotary(nn.Module):
         self.rope_dims, self.base, self.train_seq_len = rope_dims, base, train_seq_len
         inv_freq = 1.0 / base ** (torch.arange(0, rope_dims, 2, dtype=torch.float32) / rope_dims)
         # Built once: computed inside the compiled forward, the tables were fused into every q/k
-        # kernel and cos/sin recomputed per element in both passes (~35 ms of an 800 ms step).
+        # kernel and cos/sin recomputed per element in both passes (docs/benchmarks.md, "Against
+        # the record script, kernel by kernel").
         cos, sin = rope_tables(train_seq_len, inv_freq)
         self.register_buffer("cos", cos, persistent=False)
         self.register_buffer("sin", sin, persistent=False)
@@ -420,8 +421,9 @@ def build_model(cfg: Config, device: torch.device) -> tuple[GPT, str]:
     """The model on `device`, with the attention kernel chosen for it there and activated and
     the compiler set for it; returns it and the kernel as the log states it, `backend (why)`."""
     # Inductor's mix-order reductions fused the backward of a block's per-channel gains, a
-    # norm and a skip gate into one kernel with ten accumulators per row block: 6.3 ms per
-    # micro-batch on an H200 where separate kernels take about 0.5 (docs/benchmarks.md).
+    # norm and a skip gate into one kernel with ten accumulators per row block, many times
+    # slower than separate kernels (docs/benchmarks.md, "Against the record script, kernel by
+    # kernel").
     inductor_config.triton.mix_order_reduction = False
     model = GPT(cfg).to(device)
     backend, why = choose_backend(cfg.attn_backend, device, cfg.num_heads, cfg.num_kv_heads,

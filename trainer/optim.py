@@ -10,13 +10,14 @@ orthogonal matrix from a few Newton-Schulz iterations. Here, as in the records:
   - across ranks matrix i is orthogonalized on rank i % world, and one all-reduce of the flat
     bf16 updates gives every rank all of them (root train_gpt.py).
 Matrices of one shape form a bank that is updated as one stacked tensor: momentum with foreach
-ops, one batched Newton-Schulz per bank (the records' parameter banking, PR #399). Stepping the
-66 matrices of the record model one by one cost 80 ms of an 820 ms step on one H200, nearly all
-of it kernel launches (docs/benchmarks.md).
+ops, one batched Newton-Schulz per bank (the records' parameter banking, PR #399): stepping the
+record model's 66 matrices one by one was a tenth of the step, nearly all of it kernel launches
+(docs/benchmarks.md, "Banked Muon and the fused softcapped cross-entropy").
 Which optimizer a parameter gets follows from the module that owns it, not from its name.
 
 On one GPU the whole step (clipping, every optimizer, zeroing the gradients) is replayed as one
-CUDA graph: it is ~2 ms of GPU work in ~260 kernels, which the CPU takes ~7 ms to launch. A graph
+CUDA graph: its few hundred small kernels take the CPU longer to launch than the GPU to run
+(docs/benchmarks.md, "The optimizer step as one CUDA graph, and the profile split"). A graph
 replays fixed addresses, so gradients are zeroed in place, never freed; learning rates and
 momentum are device tensors the schedule fills; restored state is copied into the tensors the
 graph holds.

@@ -3,9 +3,10 @@
 Per head vector of q (B, T, H, D) and k (B, T, Hkv, D): out = rope(x / rms(x)), times the head's
 learned gain for q. The keys can come out repeated for each query head of their group, as
 training's FA4 attention takes them (trainer/fa4.py says why); the backward then sums the copies'
-gradients. Compiled from PyTorch ops this took ten inductor kernels per block and micro-batch,
-about 0.5 ms at the record's shapes on an H200: the query gain's gradient, a sum over every
-token of the head, was a product stored in fp32 and summed by a kernel of its own.
+gradients. Compiled from PyTorch ops this took ten inductor kernels per block and micro-batch
+(docs/benchmarks.md, "The queries' and keys' norm, rotation and gain as one kernel each way"):
+the query gain's gradient, a sum over every token of the head, was a product stored in fp32 and
+summed by a kernel of its own.
 Here a program owns a block of head vectors: it reads x once forward and x and the gradient once
 backward, recomputes the norm instead of storing it, and leaves one fp32 dot product per vector
 for the gain's gradient (one value per head vector, where the compiled ops stored one per element).
@@ -19,7 +20,6 @@ and wherever Triton is not installed.
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from trainer.triton_support import tl, triton
@@ -193,8 +193,8 @@ if triton is not None:
         tl.store(grad_x_ptr + offsets, grad_x.to(grad_x_ptr.dtype.element_ty), mask=inside[:, None])
 
     # Head vectors per program, forward and backward: the backward holds twice the tensors, and
-    # at 64 rows its programs ran at 2.2 TB/s on an H200 where 32 ran at 3.1 (docs/benchmarks.md,
-    # "The residual read in the GEMM's epilogue, and the q/k backward's block size").
+    # at 64 rows its programs ran well below the bandwidth 32 reach (docs/benchmarks.md, "The
+    # residual read in the GEMM's epilogue, and the q/k backward's block size").
     _QK_FWD_BLOCK, _QK_BWD_BLOCK = 64, 32
 
     def _qk_covered(q: Tensor, cos: Tensor) -> bool:

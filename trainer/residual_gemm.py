@@ -2,9 +2,10 @@
 
 PyTorch's CUDA addmm copies the residual into its output before the GEMM accumulates onto it: a
 read and a write of the (tokens, dim) stream more than the sum needs, twice per layer and
-micro-batch in training (the attention's and the MLP's projections; `Memcpy DtoD`, 8.7 ms a step
-at the record's shapes on an H200). quack's GEMM reads the residual in its epilogue instead, with
-a tile fixed for Hopper (`hopper_tile`), which the quack MLP's backward GEMM shares. The op is
+micro-batch in training (the attention's and the MLP's projections; docs/benchmarks.md, "The
+residual read in the GEMM's epilogue, and the q/k backward's block size"). quack's GEMM reads
+the residual in its epilogue instead, with a tile fixed for Hopper (`hopper_tile`), which the
+quack MLP's backward GEMM shares. The op is
 `pgolf::residual_gemm`, one call in the compiled graph; its backward is addmm's. On CUDA it needs
 quack, and the model runs it only where the quack MLP runs (trainer/model.py); its default
 implementation, on CPU, is addmm.
@@ -22,8 +23,8 @@ from torch import Tensor
 def hopper_tile(device: torch.device):
     """quack's GEMM configuration for the residual GEMMs and the MLP's backward one on Hopper, None
     (quack's default) elsewhere. Its default tile, 128 x 192, leaves a third of its last column of
-    tiles empty at 512 outputs; 192 x 128 in 1 x 2 clusters ran the record's three shapes 5-10%
-    faster on an H200 (docs/benchmarks.md, "A fixed tile for quack's GEMMs"), and fixed, it is
+    tiles empty at 512 outputs; 192 x 128 in 1 x 2 clusters ran the record's three shapes
+    faster (docs/benchmarks.md, "A fixed tile for quack's GEMMs"), and fixed, it is
     the same for every shape, where quack's autotuner would time each new one in the process."""
     from quack.gemm_config import GemmConfig
 

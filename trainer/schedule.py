@@ -83,8 +83,8 @@ def expected_steps(schedule: Schedule, ms_plain: float, ms_looping: float) -> fl
 def scaled_ema_decay(steps: float) -> float:
     """The record's decay with its time constant rescaled from 4,550 steps to `steps`.
 
-    0.9965 over ~160 steps (one H200 in 180 s) would leave ~57% of the average at the initial
-    weights; over 160 steps this gives 0.900."""
+    0.9965 over a run of 160 steps would leave ~57% of the average at the initial weights; over
+    160 steps this gives 0.900."""
     decay = 1.0 - (1.0 - REFERENCE_EMA_DECAY) * REFERENCE_STEPS / max(steps, 1.0)
     return min(max(decay, 0.0), 0.9999)
 

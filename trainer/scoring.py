@@ -109,8 +109,8 @@ def _load(cfg, model: nn.Module, artifact_path: Path) -> None:
 
 
 # One graph, as training's: without fullgraph, dynamo breaks the graph at the document bounds
-# (their count depends on the data) and recompiles the rest for every new count, about 24 s
-# per batch on an H200 with DOC_MASK=1 (docs/trainer.md).
+# (their count depends on the data) and recompiles the rest for every new count, which costs
+# more than the batch with DOC_MASK=1 (docs/trainer.md, "The frontier preset").
 SCORING_COMPILE = dict(dynamic=False, fullgraph=True)
 # LoRA TTT's windows widen by a chunk per step up to EVAL_SEQ_LEN, padded to a bounded set of
 # widths (trainer.doc_ttt.window_width): one graph takes every width.
@@ -134,8 +134,9 @@ def _scoring_fn(model: nn.Module, device: torch.device, compile_model: bool,
                 options: dict = SCORING_COMPILE):
     """What the scoring phases call for logits: torch.compile'd on GPU when COMPILE is on (one
     fixed batch shape: sliding.score_segments pads), the plain method otherwise (CPU tests and
-    probes). SGD TTT trains eager: compiling its forward and backward took 50 s on an H200, more
-    than its 180 steps take without it (docs/benchmarks.md); LoRA TTT's adapter steps number in
+    probes). SGD TTT trains eager: compiling its forward and backward took longer than its 180
+    steps take without it (docs/benchmarks.md, "Evaluation speed on one H200"); LoRA TTT's
+    adapter steps number in
     the thousands and compile (LORA_TTT_COMPILE)."""
     if device.type != "cuda" or not compile_model:
         return model.forward_logits

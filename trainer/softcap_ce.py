@@ -2,8 +2,8 @@
 
 The model uses softcapped logits as in the records (Gemma 2 style tanh softcap):
 s = softcap * tanh(z / softcap), then cross-entropy on s in fp32. Compiled from PyTorch ops, the
-head's loss took ~1.6 ms forward and ~1.5 ms backward per micro-batch on an H200 (98,304 rows of
-8192 bf16 logits), several times what reading the logits once costs. Here one program per row
+head's loss took several times what reading the logits once costs (docs/benchmarks.md, "Banked
+Muon and the fused softcapped cross-entropy"). Here one program per row
 reads its row once forward (online max and sum over column blocks, keeping the row's logsumexp)
 and once backward (recomputing tanh from z), and writes the gradient in the logits' dtype.
 
@@ -85,8 +85,8 @@ if triton is not None:
     @triton.jit
     def _tanh(u):
         """tanh from one exp and one division. libdevice's tanh is a longer instruction sequence
-        that made both kernels compute-bound: about 1.1 ms each way for the record's head on an
-        H200, against 0.76 forward and 0.90 backward with this (docs/benchmarks.md). The result
+        that made both kernels compute-bound (docs/benchmarks.md, "A cheaper tanh in the
+        softcapped cross-entropy"). The result
         differs from libdevice's by about fp32 rounding, and saturates to +-1 where exp
         overflows or vanishes."""
         return 1.0 - 2.0 / (tl.exp(2.0 * u) + 1.0)
@@ -132,7 +132,8 @@ if triton is not None:
         """(BLOCK, num_warps). A bf16 row of the 8192-token vocabulary (16 KB) fits one block of
         8192, so the loop runs once and the running sum is never rescaled; 8 warps give each
         thread 32 values (four 16-byte loads of bf16), which measured faster than 16 warps with
-        16 values each (0.76 against 0.87 ms forward on an H200). Larger vocabularies loop over
+        16 values each (docs/benchmarks.md, "A cheaper tanh in the softcapped cross-entropy").
+        Larger vocabularies loop over
         blocks of 8192; smaller ones keep 32 values per thread."""
         block = min(triton.next_power_of_2(n_cols), 8192)
         return block, min(8, max(1, block // 1024))

@@ -3,10 +3,10 @@
 Each head's attention output loses its component along the token's own value vector:
 u = v / max(|v|, 1e-12), out = y - (y . u) u, the query heads of a GQA group sharing their KV
 head's u. Compiled from PyTorch ops this took three inductor kernels and part of a fourth per
-block and micro-batch, about 0.22 ms plus that part at the record's shapes on an H200, where
-reading and writing each tensor once takes about 0.15. Here a program owns a block of
-(token, KV head) rows: it reads v and the group's rows of y once, forward and backward, and
-recomputes u instead of storing it (0.06 ms forward, 0.10 backward; docs/benchmarks.md).
+block and micro-batch, well above the time of reading and writing each tensor once. Here a
+program owns a block of (token, KV head) rows: it reads v and the group's rows of y once,
+forward and backward, and recomputes u instead of storing it (docs/benchmarks.md, "Fused
+exclusive self-attention").
 
 Both directions are custom ops, `pgolf::xsa` and `pgolf::xsa_backward`, so torch.compile keeps
 each as one call. Their default implementation is the same formula in PyTorch ops: it runs on
