@@ -118,7 +118,7 @@ def read_run(folder: Path) -> dict:
             raise ValueError("no phase times")
         return run
     except (OSError, ValueError, TypeError) as exc:
-        raise SystemExit(f"eval_speed: {folder} is not a folder written by `eval_speed.py run` ({exc})")
+        raise SystemExit(f"eval_speed: {folder} is not a folder written by `eval_speed.py run` ({exc})") from None
 
 
 def compare(args: argparse.Namespace) -> int:

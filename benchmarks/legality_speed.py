@@ -60,7 +60,8 @@ def build(kb: int) -> str:
                 renamed = module.visit(_Rename(names, suffix))
                 for stmt in renamed.body:
                     code = renamed.code_for_node(stmt)
-                    if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], (cst.Import, cst.ImportFrom)):
+                    if (isinstance(stmt, cst.SimpleStatementLine)
+                            and isinstance(stmt.body[0], (cst.Import, cst.ImportFrom))):
                         imports.append(code)
                     elif _is_main_guard(stmt):
                         body = "".join(renamed.code_for_node(s) for s in stmt.body.body)

@@ -34,6 +34,20 @@ def tokens(n: int, vocab: int, device: torch.device) -> torch.Tensor:
     return out.to(device)
 
 
+def _timed(fn, times: list[float]):
+    """`fn`, each call's synchronized wall time appended to `times`."""
+
+    def timed(x):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        y = fn(x)
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+        return y
+
+    return timed
+
+
 def main() -> None:
     if not torch.cuda.is_available():
         raise SystemExit("this benchmark needs a CUDA GPU")
@@ -45,16 +59,8 @@ def main() -> None:
         stream = tokens(int(os.environ.get("NTOK", "600000")), cfg.vocab_size, device)
         model, _ = build_model(cfg, device)
         model.looping_active = True
-        compiled, times = _scoring_fn(model, device, True), []
-
-        def timed(x):
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            y = compiled(x)
-            torch.cuda.synchronize()
-            times.append(time.perf_counter() - t0)
-            return y
-
+        times = []
+        timed = _timed(_scoring_fn(model, device, True), times)
         windows = max(1, cfg.val_batch_tokens // (cfg.eval_seq_len * 8))
         eval_stream(model, stream, lambda x, y, p: torch.ones_like(y), seq_len=cfg.eval_seq_len,
                     stride=cfg.eval_seq_len, batch_windows=windows, logits_fn=timed)
@@ -62,7 +68,7 @@ def main() -> None:
                                 "next_s": [round(t, 3) for t in times[1:11]],
                                 "rest_mean_s": round(sum(times[1:]) / max(1, len(times) - 1), 4)}),
               flush=True)
-        del model, compiled
+        del model, timed
         torch._dynamo.reset()
 
 

@@ -175,7 +175,8 @@ def table(s: dict) -> str:
            f"{s['step_flops_plain']:.3g} / {s['step_flops_looping']:.3g} FLOPs per step without / "
            f"with the loops): {100 * s['mfu_before']:.1f}% before recurrence, "
            f"{100 * s['mfu_after']:.1f}% after, {100 * s['mfu_avg']:.1f}% average")
-    notes = [mfu, f"attention: {s['attention']}", f"mlp kernel: {s['mlp_kernel']}", f"ema: {s['ema']}", f"loader: {s['loader']}; "
+    notes = [mfu, f"attention: {s['attention']}", f"mlp kernel: {s['mlp_kernel']}", f"ema: {s['ema']}",
+             f"loader: {s['loader']}; "
              f"host batch assembly {s['host_batch_ms']:.1f} ms per micro-batch, "
              f"{8 * s['host_batch_ms']:.0f} ms per step if it were not prefetched"]
     return "\n".join(lines) + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"

@@ -12,11 +12,12 @@ sp1024 is published in willdepueoai/parameter-golf, sp8192 (the records' vocabul
 <data-dir>/datasets/fineweb10B_sp<V>/ and <data-dir>/tokenizers/.
 
 Resumable: a file already in place that passes its check is kept (a damaged one is fetched again);
-an interrupted download resumes from huggingface_hub's cache, which keeps the partial file. Each shard is checked before it is put
-in place (header, token count against its size, token ids below the vocabulary); all validation
-shards together must hold the manifest's validation token count; the tokenizer must load with the
-variant's vocabulary size. Files are put in place by a hard link to the cache (no second copy of
-the 16 GB; shards are only read) or a copy, then a rename: never half a file.
+an interrupted download resumes from huggingface_hub's cache, which keeps the partial file. Each
+shard is checked before it is put in place (header, token count against its size, token ids
+below the vocabulary); all validation shards together must hold the manifest's validation token
+count; the tokenizer must load with the variant's vocabulary size. Files are put in place by a
+hard link to the cache (no second copy of the 16 GB; shards are only read) or a copy, then a
+rename: never half a file.
 """
 
 from __future__ import annotations

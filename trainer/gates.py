@@ -9,9 +9,9 @@ before it. lam and w start at zero, so a new model starts without the smear.
 
 Sparse attention gate (PR #1787): each head's output, before the output projection, is scaled by
     sigmoid(scale * w_h . x_t[:window]),
-x_t the attention's input, so a head can turn itself down token by token. w starts at zero: every gate is 0.5, which the learned
-attention scale absorbs. Reading a 12-dim window instead of the whole stream (PR #1736's dense
-gate) keeps the gate's weights at 96 per layer.
+x_t the attention's input, so a head can turn itself down token by token. w starts at zero:
+every gate is 0.5, which the learned attention scale absorbs. Reading a 12-dim window instead of
+the whole stream (PR #1736's dense gate) keeps the gate's weights at 96 per layer.
 Both gates are causal: position t reads only positions t and t-1.
 """
 

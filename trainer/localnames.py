@@ -64,7 +64,7 @@ def shorten_locals(source: str) -> str:
             prev = tok
     out = []
     for row, line in enumerate(lines, 1):
-        for (r, col), (length, new) in sorted(((k, v) for k, v in edits.items() if k[0] == row),
+        for (_, col), (length, new) in sorted(((k, v) for k, v in edits.items() if k[0] == row),
                                               reverse=True):
             line = line[:col] + new + line[col + length:]
         out.append(line)

@@ -73,7 +73,7 @@ class Tally:
     bytes: Tensor
 
     @classmethod
-    def zeros(cls, device: torch.device) -> "Tally":
+    def zeros(cls, device: torch.device) -> Tally:
         return cls(*(torch.zeros((), dtype=torch.float64, device=device) for _ in range(3)))
 
     def all_reduce(self) -> None:
@@ -99,7 +99,7 @@ class Trace:
     events: list[tuple[str, int, int]] = dataclasses.field(default_factory=list)
 
     @classmethod
-    def for_stream(cls, n_tokens: int, watch=()) -> "Trace":
+    def for_stream(cls, n_tokens: int, watch=()) -> Trace:
         n = n_tokens - 1
         return cls(torch.full((n,), math.nan, dtype=torch.float64),
                    torch.zeros(n, dtype=torch.int64), frozenset(watch))

@@ -8,9 +8,10 @@ it is new enough).
 
 Names are resolved by following the module's own imports (`import itertools as it`, `from typing
 import Self as S`), not with libcst's QualifiedNameProvider, whose scope analysis costs over a
-second on a 150 KB script. A use is skipped where the code guards it: under `if sys.version_info >= (3, X)` (or the `else`
-of `<`), `if TYPE_CHECKING:`, `if hasattr(...)`, in a `try:` whose handler catches ImportError,
-AttributeError or NameError (or anything), and in annotations under
+second on a 150 KB script. A use is skipped where the code guards it: under
+`if sys.version_info >= (3, X)` (or the `else` of `<`), `if TYPE_CHECKING:`, `if hasattr(...)`,
+in a `try:` whose handler catches ImportError, AttributeError or NameError (or anything), and in
+annotations under
 `from __future__ import annotations`.
 """
 

@@ -198,9 +198,12 @@ def _per_seed(sub, claims, chosen):
         p = log.parsed
         score = p.score
         comparisons = [
-            ("val_bpb", fields.get("val_bpb"), score.val_bpb, runs.tolerance(score.decimals, runs.decimals_of(fields.get("val_bpb", 0.0))), score.line),
-            ("val_loss", fields.get("val_loss"), score.val_loss, runs.tolerance(score.decimals, runs.decimals_of(fields.get("val_loss", 0.0))), score.line),
-            ("artifact_bytes", fields.get("artifact_bytes"), p.artifact_bytes and p.artifact_bytes.value, 0.5, p.artifact_bytes and p.artifact_bytes.line),
+            ("val_bpb", fields.get("val_bpb"), score.val_bpb,
+             runs.tolerance(score.decimals, runs.decimals_of(fields.get("val_bpb", 0.0))), score.line),
+            ("val_loss", fields.get("val_loss"), score.val_loss,
+             runs.tolerance(score.decimals, runs.decimals_of(fields.get("val_loss", 0.0))), score.line),
+            ("artifact_bytes", fields.get("artifact_bytes"), p.artifact_bytes and p.artifact_bytes.value, 0.5,
+             p.artifact_bytes and p.artifact_bytes.line),
             ("steps", fields.get("steps"), p.step_count, 0.5, p.stop and p.stop.line),
         ]
         for name, claimed, actual, tol, line in comparisons:

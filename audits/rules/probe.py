@@ -56,7 +56,7 @@ def known_hashes(source: str | None) -> dict[str, tuple[str, tuple[tuple[str, st
     return known
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def probe_results(settings: tuple[tuple[str, str], ...] = ()) -> tuple:
     """The probes on pgolf's installed evaluation with a tiny random model (a few seconds, CPU),
     with `settings` on. They do not depend on the audited folder, so one run serves every folder

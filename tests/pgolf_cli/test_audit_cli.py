@@ -44,7 +44,8 @@ def test_json_contract(failing):
 
 def test_text_github_markdown(failing):
     text = run("audit", str(failing), "--format", "text").output
-    assert "FAIL TRAIN_OVER_BUDGET train_seed42.log:" in text and "verdict: ILLEGAL (TRAIN_OVER_BUDGET at train_seed42.log:" in text
+    assert "FAIL TRAIN_OVER_BUDGET train_seed42.log:" in text
+    assert "verdict: ILLEGAL (TRAIN_OVER_BUDGET at train_seed42.log:" in text
     gh = run("audit", str(failing), "--format", "github").output
     line = next(x for x in gh.splitlines() if "TRAIN_OVER_BUDGET" in x)
     assert line.startswith("::error file=") and ",line=" in line and "title=pgolf TRAIN_OVER_BUDGET::" in line

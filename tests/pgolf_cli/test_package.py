@@ -254,8 +254,8 @@ def test_plot_is_a_real_png(packaged):
 def test_requirements_list_the_scripts_third_party_imports(packaged):
     _, result = packaged
     lines = (result.folder / "requirements.txt").read_text().splitlines()
-    assert [l for l in lines if not l.startswith("#")] == ["brotli", "numpy", "torch"]
-    assert any("flash_attn_interface" in l for l in lines if l.startswith("#"))
+    assert [line for line in lines if not line.startswith("#")] == ["brotli", "numpy", "torch"]
+    assert any("flash_attn_interface" in line for line in lines if line.startswith("#"))
 
 
 def test_pr_title_and_body(packaged):

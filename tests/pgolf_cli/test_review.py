@@ -76,7 +76,7 @@ def test_review_names_the_line_of_an_over_budget_log(folder, tmp_path):
     planted = copy_of(folder, tmp_path)
     log = planted / "train_seed314.log"
     lines = log.read_text().splitlines(keepends=True)
-    number = next(i for i, l in enumerate(lines, 1) if l.startswith("stopping_early:"))
+    number = next(i for i, line in enumerate(lines, 1) if line.startswith("stopping_early:"))
     lines[number - 1] = lines[number - 1].replace("train_time:592054ms", "train_time:612054ms")
     log.write_text("".join(lines))
     code, text = review(planted)

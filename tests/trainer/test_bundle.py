@@ -11,7 +11,6 @@ from trainer.bundle import build_bundle, package_dir, pinned_settings
 from trainer.codesize import compact_form, minify, pack, shipped_form, wrap
 from trainer.config import PER_RUN, load_config, record_settings
 from trainer.errors import TrainerError
-from trainer_support import clean_env, make_data_dir
 
 # Standard-library names that Python 3.10 lacks (added in 3.11 or later).
 NEWER_STDLIB = {"tomllib", "wsgiref.types", "typing.Self", "typing.LiteralString", "typing.Never",

@@ -125,7 +125,7 @@ def test_each_chunk_is_scored_before_the_step_that_uses_it():
     trace = _adapt(model, tokens, [docs])
     # The first chunk of every document is scored by the base model, on its own tokens only
     # (to fp32 rounding: a product of one row and of a batch of rows may round differently).
-    for lo, hi in docs:
+    for lo, _ in docs:
         with torch.no_grad():
             logits = model.forward_logits(tokens[None, lo:lo + 8])[0]
         base = torch.nn.functional.cross_entropy(logits, tokens[lo + 1:lo + 9], reduction="none")

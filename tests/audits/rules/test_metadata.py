@@ -115,7 +115,8 @@ def test_log_source_mismatch_with_the_shipped_script(tmp_path):
     good_hash = hashlib.sha256(script.encode()).hexdigest()
     ok = audit_findings(folder(tmp_path, **{"train_seed42.log": record_log(42, bpb=1.0810, code_sha256=good_hash)}))
     assert by_rule(ok, "LOG_SOURCE_MISMATCH") == []
-    bad = audit_findings(folder(tmp_path / "b", **{"train_seed42.log": record_log(42, bpb=1.0810, code_sha256="0" * 64)}))
+    bad = audit_findings(folder(tmp_path / "b",
+                                **{"train_seed42.log": record_log(42, bpb=1.0810, code_sha256="0" * 64)}))
     assert by_rule(bad, "LOG_SOURCE_MISMATCH", "FAIL")[0].file == "train_seed42.log"
 
 

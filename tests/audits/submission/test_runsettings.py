@@ -14,7 +14,8 @@ _LOOP = """        for _ in range(SLOT_STEPS):
 """
 # The per-window optimization runs only when SLOT_ENABLED (off by default) is set.
 GATED = SLOT.replace(_LOOP, "        if SLOT_ENABLED:\n" + "".join("    " + line + "\n" for line in _LOOP.splitlines())
-                     ).replace("SLOT_STEPS = ", "SLOT_ENABLED = bool(int(os.environ.get(\"SLOT_ENABLED\", \"0\")))\nSLOT_STEPS = ")
+                     ).replace("SLOT_STEPS = ",
+                               "SLOT_ENABLED = bool(int(os.environ.get(\"SLOT_ENABLED\", \"0\")))\nSLOT_STEPS = ")
 
 
 def _slot(tmp_path, **files):

@@ -42,7 +42,8 @@ SHAPES = {
         + '"),format=L.FORMAT_XZ))\n', "xz + base85"),
     "brotli + base85": ("import brotli as B,base64 as A\nexec(B.decompress(A.b85decode(%r)))\n"
                         % base64.b85encode(brotli.compress(CODE.encode())).decode(), "brotli + base85"),
-    "zlib + base64, decoded to text": ("import zlib, base64\nexec(zlib.decompress(base64.b64decode(%r)).decode('utf-8'))\n"
+    "zlib + base64, decoded to text": ("import zlib, base64\n"
+                                      "exec(zlib.decompress(base64.b64decode(%r)).decode('utf-8'))\n"
                                       % base64.b64encode(zlib.compress(CODE.encode())).decode(), "zlib + base64"),
     "raw deflate, wbits from a negative literal": (
         "import zlib\nfrom base64 import b64decode as d\nexec(zlib.decompress(d(%r), -15))\n"
@@ -60,7 +61,8 @@ SHAPES = {
         "exec(str(__import__('zlib').decompress(__import__('base64').b32decode(%r)), 'utf-8'))\n"
         % base64.b32encode(zlib.compress(CODE.encode())).decode(), "zlib + base32"),
     "from-imports and a named payload": (
-        "from lzma import decompress\nfrom base64 import b85decode\nPAYLOAD = %r\nexec(decompress(b85decode(PAYLOAD)))\n"
+        "from lzma import decompress\nfrom base64 import b85decode\n"
+        "PAYLOAD = %r\nexec(decompress(b85decode(PAYLOAD)))\n"
         % base64.b85encode(lzma.compress(CODE.encode())).decode(), "lzma + base85"),
     "a triple-quoted payload with its newlines replaced away": (
         'import lzma,base64\n_b=b"""\n' + _lines(base64.b85encode(lzma.compress(CODE.encode())).decode())

@@ -11,7 +11,6 @@ import shutil
 import signal
 import sys
 import traceback
-from pathlib import Path
 
 import pytest
 
