@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # The intended layers of audits/, lowest first: a module may import its own layer or lower ones.
 LAYERS = (
-    ("audits", "audits.findings", "audits.stats"),
+    ("audits", "audits.findings", "audits.stats", "audits.leaderboard", "audits.timelimit"),
     ("audits.context", "audits.submission"),
     ("audits.registry",),
     ("audits.pyversion", "audits.legality", "audits.smoke"),
