@@ -21,7 +21,7 @@ import click
 from pgolf_cli.data_cmd import split_summary
 from pgolf_cli.errors import PgolfError
 from pgolf_cli.review_cmd import review_audit
-from pgolf_cli.train_cmd import run_training
+from pgolf_cli.train_cmd import require_torch, run_training
 from trainer.files import write_atomic
 
 # Each stage imports what it runs (the trainer, the packager, the audit) when it starts, so that
@@ -65,6 +65,7 @@ def demo_command(out: Path, seconds: float, force: bool, data_dir: Path | None) 
     if not seconds > 0:  # also refuses nan
         raise PgolfError(f"--seconds {seconds:g} is not a training time; give a number above 0, "
                          "e.g. --seconds 60")
+    require_torch("pgolf demo")
     _prepare(out, force)
     started = time.monotonic()
     click.echo(f"pgolf demo: the sample corpus, {len(SEEDS)} seeds of {seconds:g} s training, "

@@ -9,6 +9,7 @@ checkpoint and the export's artifact. One process runs with python, several with
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -80,6 +81,12 @@ def _follow(proc: subprocess.Popen, on_line: Callable[[str], None] | None) -> in
     return INTERRUPTED if interrupted else status
 
 
+def require_torch(command: str) -> None:
+    """One line instead of an import error where torch is missing (`pip install pgolf`)."""
+    if importlib.util.find_spec("torch") is None:
+        raise PgolfError(f"{command} needs torch, which is not installed: pip install 'pgolf[train]'")
+
+
 def _gpu_count() -> int:
     import torch
 
@@ -113,6 +120,7 @@ def train_command(preset, settings, seed, data_dir, out_dir, nproc, no_bundle, l
     if list_settings:
         click.echo(_settings_table(cfg))
         return
+    require_torch("pgolf train")
     out_dir = _run_with_progress(overrides, out_dir, nproc, bundle=not no_bundle)
     click.echo(closing_summary(out_dir), nl=False)
 

@@ -83,6 +83,15 @@ def test_the_audit_runs_without_torch(tmp_path):
     assert report["submissions"][0]["findings"]
 
 
+@pytest.mark.parametrize("argv", [["train", "--preset", "tiny"], ["demo", "--out", "{tmp}/demo"]],
+                         ids=" ".join)
+def test_without_torch_training_says_what_to_install(argv, tmp_path):
+    status, _, output = pgolf(*(a.format(tmp=tmp_path) for a in argv), no_torch=True)
+    assert status == 2 and "Traceback" not in output
+    assert "needs torch, which is not installed: pip install 'pgolf[train]'" in output
+    assert not (tmp_path / "demo").exists()
+
+
 def test_without_torch_the_smoke_import_and_the_probe_are_skipped_and_said_so(tmp_path):
     folder = Path(__file__).parents[1] / "fixtures" / "smoke" / "record"
     # --python of this interpreter: no other Python (one with torch) is looked for
