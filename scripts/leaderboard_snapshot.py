@@ -12,7 +12,8 @@ import re
 import subprocess
 import sys
 
-_ROW = re.compile(r"^\|(?P<run>[^|]+)\|\s*(?P<score>\d+\.\d+)\s*\|[^|]*\|.*\|\s*(?P<date>\d{4}-\d{2}-\d{2})\s*\|(?P<info>[^|]*)\|\s*$")
+_ROW = re.compile(r"^\|(?P<run>[^|]+)\|\s*(?P<score>\d+\.\d+)\s*\|[^|]*\|.*\|"
+                  r"\s*(?P<date>\d{4}-\d{2}-\d{2})\s*\|(?P<info>[^|]*)\|\s*$")
 _FOLDER = re.compile(r"records/track_10min_16mb/([^/)]+)/")
 
 

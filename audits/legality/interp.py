@@ -16,7 +16,7 @@ import libcst as cst
 from audits.legality import apis, env, imports, operators, order, shapes, syntax
 from audits.legality.program import ClassInfo, Function, Program, compound_blocks
 from audits.legality.values import (
-    BLOB, EMPTY, GRAD, HASH, INDICATOR, MASK, MODEL, NORM, OPTIM, PROB, STAT, TARGET, Event, Site, Taint,
+    EMPTY, GRAD, HASH, INDICATOR, MASK, MODEL, NORM, OPTIM, PROB, STAT, TARGET, Event, Site, Taint,
     data_roots, filled, has_data, keyed, kinds, loss_data, substitute,
 )
 
@@ -252,7 +252,7 @@ class FunctionWalk:
             self.value(stmt.subject)
             before = dict(self.env)
             joined = dict(before)
-            for k, case in enumerate(stmt.cases):
+            for k in range(len(stmt.cases)):
                 self.env = dict(before)
                 self.block(compound_blocks(stmt)[k], -(k + 1))
                 joined = env.join(joined, self.env)
@@ -844,7 +844,7 @@ class FunctionWalk:
                     masked = MASK in taint
                     self.emit(Event("mix", self.site(node), taint, detail=label[1],
                                     flags=frozenset({"masked"} if masked else set())))
-                    return frozenset(l for l in taint if l[0] != "shift")
+                    return frozenset(label for label in taint if label[0] != "shift")
         return taint
 
     def v_unary(self, node: cst.UnaryOperation) -> Taint:

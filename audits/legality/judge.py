@@ -12,7 +12,7 @@ batches is never blamed. A verdict from code the entry point never reaches is IN
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 from audits.findings import Severity
 from audits.legality.values import Event, Site, is_update, non_default

@@ -151,7 +151,9 @@ def _c_loop(source: Source, code: str, v: str, body: str, offset: int, mixture: 
         if writes and consumed:
             hits.append(_hit(source, "gate", line(m.start()), line(tokens[token]), "C"))
     if mixture:
-        for m in re.finditer(r"([^;{}=]*\b\w+\s*\[\s*" + re.escape(v) + r"\s*\][^;{}=/]*)/\s*(?:\([\w\s]+\)\s*)?(\w+)", body):
+        spread = (r"([^;{}=]*\b\w+\s*\[\s*" + re.escape(v)
+                  + r"\s*\][^;{}=/]*)/\s*(?:\([\w\s]+\)\s*)?(\w+)")
+        for m in re.finditer(spread, body):
             if m.group(2) in looked_up and not _mentions(m.group(1), looked_up):
                 hits.append(_hit(source, "spread", line(m.start(2)), line(tokens[looked_up[m.group(2)]]), "C"))
     return hits

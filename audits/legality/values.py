@@ -122,8 +122,8 @@ class Event:
     literal), tilt (a target == hint indicator meeting a probability), stored (the scored token
     compared with another value: taint = that value's, state = the token's), smoothing (count + k over
     total + k), judgment (an order found where the loop structure was visible; detail = what was
-    found, a name of order.py; taint and state = the data it rests on), placed (a helper's pass placed by its caller: site =
-    the update whose finding in the helper this replaces).
+    found, a name of order.py; taint and state = the data it rests on), placed (a helper's pass
+    placed by its caller: site = the update whose finding in the helper this replaces).
     """
 
     kind: str
@@ -190,7 +190,7 @@ def is_update(event: Event) -> bool:
 
 def is_score(event: Event) -> bool:
     """A running total of losses or model outputs on data (not of byte or token counts)."""
-    return event.kind == "score" and (MODEL in event.taint or any(l[0] == "loss" for l in event.taint))
+    return event.kind == "score" and (MODEL in event.taint or any(label[0] == "loss" for label in event.taint))
 
 
 def data_roots(taint: Taint) -> Taint:

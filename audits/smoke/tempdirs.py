@@ -4,9 +4,10 @@ killed.
 `make` creates a folder and holds an exclusive `flock` on it for as long as its owner runs (the
 kernel drops the lock when the owner dies, SIGKILL included); `stale` finds the folders of a
 pattern whose lock nobody holds, and `remove_stale` removes them; `sigterm_unwinds` has
-SIGTERM remove the folders as Ctrl-C does; `locked` does all three for one block. `remove_tree` removes a folder without recursion
-and by file descriptor, so a 3,000-deep tree (paths far over PATH_MAX), unwritable folders and
-links are all handled; it never follows a link and never enters another mount.
+SIGTERM remove the folders as Ctrl-C does; `locked` does all three for one block. `remove_tree`
+removes a folder without recursion and by file descriptor, so a 3,000-deep tree (paths far over
+PATH_MAX), unwritable folders and links are all handled; it never follows a link and never enters
+another mount.
 """
 
 from __future__ import annotations

@@ -30,7 +30,8 @@ _STEP_NEW = re.compile(r"^(\d+)/(\d+)\s+(.*)$")
 # a non-space before optional spaces), since a log is the author's text.
 _FIELD = re.compile(rf"(?<![A-Za-z_/])([A-Za-z_/]+)[:=]\s*({NUM})(ms|m|s)?\b")
 
-_METRIC = re.compile(rf"^(?P<name>(?:.*?\S)??)\s*\bval_loss[:=]\s*(?P<loss>{NUM})\s+val_bpb[:=]\s*(?P<bpb>{NUM})(?P<rest>.*)$")
+_METRIC = re.compile(rf"^(?P<name>(?:.*?\S)??)\s*\bval_loss[:=]\s*(?P<loss>{NUM})"
+                     rf"\s+val_bpb[:=]\s*(?P<bpb>{NUM})(?P<rest>.*)$")
 _EVAL_TIME = re.compile(rf"\b(?:eval_)?time:\s*({NUM})ms")  # a scored line's own time
 _ELAPSED = re.compile(rf"\belapsed=\s*({NUM})s")
 

@@ -75,8 +75,8 @@ def ttt_score_after_adapt(sub, options):
     scoring the same tokens again in a later pass (an epoch loop around the chunk loop, a chunk
     loop that rescans the whole set, a loop that calls a score-first pass again), fails. So does
     an adaptation pass of its own over the validation tokens run after the model was written out
-    (test-time training after the quantization round trip) and scored after it. Repeated passes over a chunk that was already scored
-    (multi-epoch adaptation) are a warning.
+    (test-time training after the quantization round trip) and scored after it. Repeated passes
+    over a chunk that was already scored (multi-epoch adaptation) are a warning.
 
     Why it matters: #1017 C3 (score before update) and the README FAQ: "you are only allowed to
     test-time train on validation set tokens you've already evaluated your model on". PRs with

@@ -7,7 +7,8 @@ from audits import legality
 from audits.submission import load
 from support import audit_findings, by_rule, good_folder_files, write_folder
 
-XOR_KEY = (Path(__file__).parents[2] / "fixtures" / "legality" / "ngram_target_in_key" / "ngram_xor_key.py").read_text(encoding="utf-8")
+XOR_KEY = (Path(__file__).parents[2] / "fixtures" / "legality" / "ngram_target_in_key"
+           / "ngram_xor_key.py").read_text(encoding="utf-8")
 # the answer-keyed table read on two lines of the scoring function, not one
 TWO_READS = XOR_KEY.replace(
     "        p_ng = full_counts[full_key] / np.maximum(ctx_counts[ctx_key], 1.0)\n",

@@ -18,7 +18,8 @@ PRIMES = np.array([1000003, 998244353, 19260817], dtype=np.int64)
 
 
 def tokens(pattern):
-    return np.concatenate([np.fromfile(f, dtype=np.uint16, offset=1024) for f in sorted(glob.glob(pattern))]).astype(np.int64)
+    shards = [np.fromfile(f, dtype=np.uint16, offset=1024) for f in sorted(glob.glob(pattern))]
+    return np.concatenate(shards).astype(np.int64)
 
 
 class LM(nn.Module):
@@ -170,8 +171,8 @@ def test_calibration_on_validation_names_the_call_that_passes_the_validation_tok
 
 # The stored answers come back in a loader; the scoring loop compares them with the target many
 # lines later. The decompression shows what the artifact holds; the comparison stays in evidence.
-STORED_ANSWERS = (Path(__file__).parents[2] / "fixtures" / "legality" / "paid_prefix" / "paid_prefix_stored_answers.py").read_text(
-    encoding="utf-8")
+STORED_ANSWERS = (Path(__file__).parents[2] / "fixtures" / "legality" / "paid_prefix"
+                  / "paid_prefix_stored_answers.py").read_text(encoding="utf-8")
 
 
 def test_answers_read_from_the_artifact_name_where_the_blob_is_decompressed(tmp_path):

@@ -19,14 +19,16 @@ def test_8xh100_logs_pass(tmp_path):
 
 
 def test_runs_on_a_cpu_fail_with_the_line_that_says_so(tmp_path):
-    cpu = lambda log: log.replace("  world_size: 8", "  world_size: 1") + "device: cpu (x86_64) x1\n"
+    def cpu(log):
+        return log.replace("  world_size: 8", "  world_size: 1") + "device: cpu (x86_64) x1\n"
     f = by_rule(audit_with(tmp_path, cpu), "RECORD_RUN", "FAIL")
     assert len(f) == 1 and "no 8xH100 run" in f[0].message and "cpu (x86_64)" in f[0].message
     assert f[0].file == "train_seed314.log" and f[0].line == 4 and "non-record track" in f[0].hint
 
 
 def test_one_gpu_runs_fail_but_not_on_the_non_record_track(tmp_path):
-    one = lambda log: log.replace("  world_size: 8", "  world_size: 1")
+    def one(log):
+        return log.replace("  world_size: 8", "  world_size: 1")
     assert by_rule(audit_with(tmp_path, one), "RECORD_RUN", "FAIL")
     assert by_rule(audit_with(tmp_path / "n", one, "track_non_record_16mb"), "RECORD_RUN") == []
 
@@ -40,10 +42,12 @@ def test_a_one_gpu_try_beside_the_8_gpu_seeds_is_left_out(tmp_path):
 
 
 def test_other_gpus_or_no_hardware_warn(tmp_path):
-    h200 = lambda log: log.replace("  world_size: 8", "  world_size: 8\ndevice: NVIDIA H200 x8")
+    def h200(log):
+        return log.replace("  world_size: 8", "  world_size: 8\ndevice: NVIDIA H200 x8")
     f = by_rule(audit_with(tmp_path, h200), "RECORD_RUN")
     assert [str(x.severity) for x in f] == ["WARN"] and "H200" in f[0].message
-    silent = lambda log: log.replace("  world_size: 8\n", "")
+    def silent(log):
+        return log.replace("  world_size: 8\n", "")
     f = by_rule(audit_with(tmp_path / "s", silent), "RECORD_RUN")
     assert [str(x.severity) for x in f] == ["WARN"] and "no line shows the hardware" in f[0].message
 
@@ -54,6 +58,7 @@ def test_a_score_on_a_small_other_text_fails(tmp_path):
                 .replace("val_tokens: 40540160", "val_tokens: 20224"))
     f = by_rule(audit_with(tmp_path, sample), "RECORD_RUN", "FAIL")
     assert len(f) == 1 and "20,224 validation tokens" in f[0].message and "151 MB" in f[0].message
-    caseops = lambda log: log.replace("val_tokens: 40540160", "val_tokens: 47851520").replace(
-        "fineweb10B_sp8192", "fineweb10B_sp8192_caseops")
+    def caseops(log):
+        return log.replace("val_tokens: 40540160", "val_tokens: 47851520").replace(
+            "fineweb10B_sp8192", "fineweb10B_sp8192_caseops")
     assert by_rule(audit_with(tmp_path / "c", caseops), "RECORD_RUN") == []
