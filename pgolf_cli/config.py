@@ -93,7 +93,8 @@ def at_commit(repo: Path, ref: str) -> Config:
         rel = repo.resolve().relative_to(top.resolve())
         for folder in (rel, *rel.parents):
             path = "pyproject.toml" if str(folder) == "." else f"{folder.as_posix()}/pyproject.toml"
-            listed = git(repo, "ls-tree", "-l", "-z", ref, "--", path).split(b"\t", 1)[0].split()
+            listed = git(repo, "ls-tree", "--full-tree", "-l", "-z", ref, "--", path)
+            listed = listed.split(b"\t", 1)[0].split()  # mode, type, id, size
             if len(listed) < 4 or listed[1] != b"blob":
                 continue
             where = f"{ref}:{path}"

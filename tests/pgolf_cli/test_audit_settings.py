@@ -183,3 +183,21 @@ def test_a_review_does_not_let_the_authors_waiver_comment_decide(tmp_path):
     assert result.exit_code == 1
     assert result.output.startswith("**pgolf review: NEEDS_ACTION**")
     assert "1 FAIL" in result.output.splitlines()[0]
+
+
+def test_with_base_the_table_comes_from_the_base_commit(tmp_path):
+    """The base commit's [tool.pgolf] governs the change's audit; the change's own edit of it
+    does not."""
+    from prrepos import add_pr, challenge_repo, git
+    repo = challenge_repo(tmp_path / "repo")
+    (repo / "pyproject.toml").write_text('[tool.pgolf.waivers]\nPY_SYNTAX_TOO_NEW = "the box runs 3.12"\n')
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "settings")
+    files = {f"records/track_10min_16mb/{NAME}/{k}": v for k, v in good_folder_files().items()}
+    files[f"records/track_10min_16mb/{NAME}/train_gpt.py"] = "import torch\n" + NEW_SYNTAX
+    files["pyproject.toml"] = '[tool.pgolf]\npython = "3.13"\n'  # the PR's own edit: not read
+    add_pr(repo, 1, files)
+    git(repo, "checkout", "-q", "refs/pull/1/head")
+    code, doc = audit_json(str(repo), "--base", "main")
+    assert doc["waivers"] == {"PY_SYNTAX_TOO_NEW": "the box runs 3.12"} and doc["target_python"] == "3.10"
+    assert [f["waived"] for f in findings(doc, "PY_SYNTAX_TOO_NEW")] == ["the box runs 3.12"]
