@@ -46,15 +46,17 @@ _SUFFIX = ".flock"  # locked while its run lives; an older pgolf's folders, neve
 class Limits:
     wall_s: float = 120.0
     cpu_s: int = 120
-    memory_bytes: int = 4 * 2**30
-    processes: int = 256  # processes and threads
+    memory_bytes: int = 4 * 2**30  # each process's; the tree's is this times `processes`
+    # processes and threads: the import of a record with torch needs 2; each fork would bring
+    # another `memory_bytes` (no cgroup bounds the tree as a whole)
+    processes: int = 8
     open_files: int = 256
     output_bytes: int = 8 * 2**20  # stdout and stderr together, and any one file the script writes
     disk_bytes: int = 512 * 2**20  # all the script writes in the sandbox area, where it is a tmpfs
 
     def describe(self) -> str:
         return (f"limits {self.wall_s:g} s wall, {self.cpu_s} s CPU, {self.memory_bytes / 2**30:g} GiB "
-                f"memory, {self.processes} processes, {self.open_files} open files, "
+                f"memory a process, {self.processes} processes, {self.open_files} open files, "
                 f"{self.output_bytes / 2**20:g} MiB output, {self.disk_bytes / 2**20:g} MiB disk")
 
 

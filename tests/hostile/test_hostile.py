@@ -164,6 +164,16 @@ def test_every_writable_mount_is_sized(tmp_path):
         assert "NOT isolated: the host's files" in message and "NOT isolated" in review
 
 
+def test_forks_beyond_a_small_count_are_refused(tmp_path):
+    """Memory is bounded per process: the tree is bounded by refusing forks past a small count (once,
+    six forks held 6.3 GB under a 4 GiB limit)."""
+    if not BEST.process_limit_enforced:
+        pytest.skip(f"the best sandbox here ({BEST.level}) runs as root, whom no process limit binds")
+    run, findings, review = audit_and_review(tmp_path, "fork_memory")
+    forked = int(re.search(r"forked (\d+)", smoke_message(findings)).group(1))
+    assert forked < 8 and "Resource temporarily unavailable" in smoke_message(findings)
+
+
 def test_a_daemon_holding_the_pipes_does_not_hold_pgolf(tmp_path):
     run, findings, review = audit_and_review(tmp_path, "daemon_keeps_pipes")
     assert "SMOKE_TEST_PASS" in smoke_message(findings)
