@@ -1,6 +1,6 @@
 """The legality fixtures: small training scripts in tests/fixtures/legality, each declaring what it
 demonstrates (`# fixture: RULE violation|legal|contested|dead`) and marking the lines findings
-must point at (`# expect: RULE SEVERITY`). A folder fixture is a submission of several scripts.
+must point at (`# expect: RULE SEVERITY`). A folder fixture is a submission of several scripts (in subfolders too: a package).
 They are grouped by rule: a fixture lives in the folder of the first rule it declares (its id in
 lower case, the name of the rule's module).
 
@@ -38,7 +38,7 @@ class Fixture:
 
     def scripts(self) -> dict[str, str]:
         if self.path.is_dir():
-            return {p.name: p.read_text() for p in sorted(self.path.glob("*.py"))}
+            return _read(self.path)
         return {ENTRY_SCRIPT: self.path.read_text()}
 
 
@@ -59,7 +59,7 @@ def fixtures(root: Path = ROOT) -> list[Fixture]:
 
 def _read(path: Path) -> dict[str, str]:
     if path.is_dir():
-        return {p.name: p.read_text() for p in sorted(path.glob("*.py"))}
+        return {p.relative_to(path).as_posix(): p.read_text() for p in sorted(path.rglob("*.py"))}
     return {ENTRY_SCRIPT: path.read_text()}
 
 
@@ -70,6 +70,7 @@ def audit(fixture: Fixture, folder: Path, wrap: bool = False):
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     for rel, text in fixture.scripts().items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
         (folder / rel).write_text(codesize.wrap(text) if wrap else text)
     report = audit_submission(load(folder), AuditOptions(only=frozenset(RULES)))
     assert not report.errors, report.errors

@@ -66,6 +66,7 @@ def within_budget(sources: list[tuple[str, str]]) -> tuple[list, list[str]]:
         named = {m.replace(".", "/") for pair in _IMPORT.findall(text) for m in pair if m}
         for rel in by_rel:
             stem = rel[:-3] if rel.endswith(".py") else rel
+            stem = stem[:-len("/__init__")] if stem.endswith("/__init__") else stem
             if rel not in run and (stem in named or stem.rsplit("/", 1)[-1] in text):
                 run.add(rel)
                 todo.append(rel)
@@ -168,16 +169,11 @@ def _imported(prog: program.Program, entry: tuple[str, ...]) -> set[str]:
     while todo:
         rel = todo.pop()
         for name in prog.aliases[rel]:
-            other = prog.sibling(rel, name) or _module_script(prog, prog.aliases[rel][name])
+            other = prog.sibling(rel, name)
             if other is not None and other not in run:
                 run.add(other)
                 todo.append(other)
     return run
-
-
-def _module_script(prog: program.Program, dotted: str) -> str | None:
-    rel = dotted.replace(".", "/") + ".py"
-    return rel if rel in prog.scripts else None
 
 
 def _reachable(prog: program.Program, analysis: Analysis, roots) -> set[str]:

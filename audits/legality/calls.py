@@ -36,7 +36,12 @@ def call(w, node: cst.Call) -> Taint:
         w.prints.append((*message, w.switched))
     result = None
     qualified = w.p.qualified(w.rel, func) if isinstance(func, (cst.Name, cst.Attribute)) else None
-    if qualified is not None:
+    shipped = w.p.resolve(qualified) if qualified is not None else None
+    if isinstance(shipped, Function):  # a function of a shipped module, however imported
+        result = apply(w, node, shipped, args)
+    elif isinstance(shipped, ClassInfo):
+        result = instantiate(w, node, shipped, args)
+    elif qualified is not None:
         result = library_call(w, node, qualified, args)
     elif isinstance(func, cst.Name) and func.value not in w.env:
         found = w.p.lookup(w.fn, func.value)

@@ -23,8 +23,9 @@ def dotted(node: cst.BaseExpression) -> str | None:
     return None
 
 
-def add(node: cst.Import | cst.ImportFrom, table: dict[str, str]) -> None:
-    """Record the aliases an import statement binds (`import torch.nn.functional as F`)."""
+def add(node: cst.Import | cst.ImportFrom, table: dict[str, str], package: str = "") -> None:
+    """Record the aliases an import statement binds (`import torch.nn.functional as F`); a
+    relative import (`from .mod import f`) is read from `package`, the importing script's."""
     if isinstance(node, cst.Import):
         for alias in node.names:
             full = dotted(alias.name)
@@ -35,9 +36,15 @@ def add(node: cst.Import | cst.ImportFrom, table: dict[str, str]) -> None:
             else:
                 table[full.split(".")[0]] = full.split(".")[0]
         return
-    if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+    if isinstance(node.names, cst.ImportStar):
         return
-    base = dotted(node.module)
+    base = dotted(node.module) if node.module is not None else ""
+    if node.relative:
+        parts = package.split(".") if package else []
+        up = len(node.relative) - 1
+        if up > len(parts):
+            return
+        base = ".".join([*parts[:len(parts) - up], *([base] if base else [])])
     for alias in node.names:
         name = dotted(alias.name)
         if not base or not name:
@@ -45,7 +52,7 @@ def add(node: cst.Import | cst.ImportFrom, table: dict[str, str]) -> None:
         local = name
         if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
             local = alias.asname.name.value
-        table[local] = f"{base}.{name}"
+        table[local] = f"{base}.{name}" if base else name
 
 
 def add_alias(node: cst.Assign, table: dict[str, str], keep: Callable[[str], bool]) -> None:

@@ -756,6 +756,12 @@ class FunctionWalk:
             return self.value(node.value) | self.grad | {GRAD}
         qualified = self.p.qualified(self.rel, node)
         if qualified is not None:
+            shipped = self.p.resolve(qualified)  # `h.score` passed as a value
+            if isinstance(shipped, Function):
+                self.reach(shipped.key)
+                return frozenset({("fn", shipped.key)})
+            if isinstance(shipped, ClassInfo):
+                return frozenset({("cls", f"{shipped.script.rel}:{shipped.name}")})
             return EMPTY
         base = self.value(node.value)
         if attr in ("data", "T", "mT", "real"):

@@ -2,7 +2,8 @@
 the import aliases, gathered by one walk over statements (expressions are left to the interpreter).
 
 Calls are resolved by name, the way a reader follows them: `f(...)` to the def `f` visible from the
-call (nested, then module level, then a sibling script it was imported from), `obj.m(...)` to every
+call (nested, then module level, then a shipped script it was imported from, by either import
+form or a package's `__init__`), `obj.m(...)` to every
 method named `m` (to the scripts' module-level `m` when `obj` is a module loaded at run time),
 `Cls(...)` to `Cls.__init__`. Over-approximating a call target costs precision, never a missed
 path.
@@ -88,6 +89,7 @@ class Program:
     constants: dict[str, dict[str, cst.BaseExpression]] = dataclasses.field(default_factory=dict)
     # attribute names registered as buffers a module's state dict keeps (not `persistent=False`)
     buffers: frozenset[str] = frozenset()
+    resolved: dict[str, Function | ClassInfo | None] = dataclasses.field(default_factory=dict)
 
     def literal(self, script: str, node: cst.BaseExpression) -> cst.BaseExpression:
         """`node`, or the literal a module-level name stands for."""
@@ -103,9 +105,44 @@ class Program:
         target = self.aliases[script].get(name)
         if not target:
             return None
-        module = target.rsplit(".", 1)[0] if "." in target else target
-        rel = module.replace(".", "/") + ".py"
-        return rel if rel in self.scripts else None
+        return self.module_script(target) or self.module_script(target.rsplit(".", 1)[0])
+
+    def module_script(self, module: str) -> str | None:
+        """The shipped script a dotted module name loads: `a/b.py` or the package's
+        `a/b/__init__.py`, else the one script of that file name in a subfolder (a folder put on
+        the import path)."""
+        stem = module.replace(".", "/")
+        for rel in (stem + ".py", stem + "/__init__.py"):
+            if rel in self.scripts:
+                return rel
+        found = [rel for rel in self.scripts if rel.endswith("/" + stem + ".py")]
+        return found[0] if len(found) == 1 else None
+
+    def resolve(self, dotted: str, depth: int = 0) -> Function | ClassInfo | None:
+        """The def or class of a shipped script that an imported dotted name stands for
+        (`helpers.score`, `pkg.mod.Cls`, a name a package's `__init__` imports in turn), or None
+        for a library's."""
+        if dotted not in self.resolved:
+            self.resolved[dotted] = self._resolve(dotted, depth)
+        return self.resolved[dotted]
+
+    def _resolve(self, dotted: str, depth: int) -> Function | ClassInfo | None:
+        parts = dotted.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            rel = self.module_script(".".join(parts[:cut]))
+            if rel is None:
+                continue
+            name, rest = parts[cut], parts[cut + 1:]
+            found = self.functions[rel].get(name) or self.classes.get(f"{rel}:{name}")
+            if isinstance(found, ClassInfo) and len(rest) == 1:
+                return found.methods.get(rest[0])
+            if found is not None:
+                return found if not rest else None
+            again = self.aliases[rel].get(name)  # re-exported: `from .mod import f` in __init__
+            if again is not None and depth < 4:
+                return self.resolve(".".join([again, *rest]), depth + 1)
+            return None
+        return None
 
     def lookup(self, fn: Function, name: str) -> Function | ClassInfo | None:
         """The def or class `name` refers to inside `fn`."""
@@ -118,11 +155,8 @@ class Program:
         found = self.functions[rel].get(name) or self.classes.get(f"{rel}:{name}")
         if found is not None:
             return found
-        other = self.sibling(rel, name)
-        if other is not None:
-            imported = self.aliases[rel][name].rsplit(".", 1)[-1]
-            return self.functions[other].get(imported) or self.classes.get(f"{other}:{imported}")
-        return None
+        target = self.aliases[rel].get(name)
+        return self.resolve(target) if target else None
 
 
 def build(scripts: dict[str, ParsedScript]) -> Program:
@@ -146,6 +180,11 @@ _BUFFER = re.compile(r"\bregister_buffer\(\s*(['\"])(\w+)\1")
 _CALL_LIMIT = 2_000  # characters of one call's arguments read for `persistent=False`
 
 
+def _package(rel: str) -> str:
+    """The dotted package a script's relative imports start from."""
+    return rel.rsplit("/", 1)[0].replace("/", ".") if "/" in rel else ""
+
+
 def _buffers(source: str) -> set[str]:
     """The names of `self.register_buffer("name", ...)` calls, unless the call, to its closing
     bracket, says `persistent=False`."""
@@ -166,7 +205,7 @@ def _collect(program: Program, parsed: ParsedScript, stmt: cst.CSTNode,
     if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
         for small in stmt.body:
             if isinstance(small, (cst.Import, cst.ImportFrom)):
-                imports.add(small, table)
+                imports.add(small, table, _package(parsed.rel))
             elif owner.node is None and cls is None and isinstance(small, cst.Assign):
                 imports.add_alias(small, table, apis.interpreted)
         return
