@@ -1,6 +1,7 @@
 """The legality fixtures: small training scripts in tests/fixtures/legality, each declaring what it
 demonstrates (`# fixture: RULE violation|legal|contested|dead`) and marking the lines findings
-must point at (`# expect: RULE SEVERITY`). A folder fixture is a submission of several scripts (in subfolders too: a package).
+must point at (`# expect: RULE SEVERITY`). A folder fixture is a submission of several scripts,
+in subfolders too (a package).
 They are grouped by rule: a fixture lives in the folder of the first rule it declares (its id in
 lower case, the name of the rule's module).
 
