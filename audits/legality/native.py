@@ -30,6 +30,7 @@ MAX_LOOPS = 2_000  # loops read per source
 _LOADS = re.compile(r"(?m)^[^#\n]*\b(CDLL|PyDLL|cdll\.LoadLibrary|LoadLibrary|ffi\.dlopen|ffi\.verify|"
                     r"load_inline|cpp_extension\.load)\s*\(")
 _TRIPLE = re.compile(r"('''|\"\"\")(.*?)\1", re.S)
+_ASSIGN = re.compile(r"(?<![\w\]\.>=!<])(\w+)\s*=(?!=)\s*")
 _C_KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "else", "do"}
 # A mixture of two probabilities: a sum of exponentials (log-sum-exp), logaddexp, log1p(exp(..)),
 # or a weight and its complement (`1 - lam`).
@@ -130,9 +131,7 @@ def _c_loops(code: str):
 
 
 def _c_loop(source: Source, code: str, v: str, body: str, offset: int, mixture: bool) -> list[Hit]:
-    assigns = [(m.group(1), m.group(2), m.start()) for m in
-               re.finditer(r"(?<![\w\]\.>=!<])(\w+)\s*=(?!=)\s*([^;{}]*?)(?=[;,]\s*(?:\w|$|\n|})|;)", body)
-               if m.group(1) not in _C_KEYWORDS]
+    assigns = [a for a in _assignments(body) if a[0] not in _C_KEYWORDS]
     at_position = re.compile(rf"^(?:\([^()]*\)\s*)?\w+\s*\[\s*{re.escape(v)}\s*\]\s*$")
     tokens = {name: pos for name, rhs, pos in assigns if at_position.match(rhs.strip())}
     looked_up = _derived(assigns, tokens)
@@ -157,6 +156,36 @@ def _c_loop(source: Source, code: str, v: str, body: str, offset: int, mixture: 
             if m.group(2) in looked_up and not _mentions(m.group(1), looked_up):
                 hits.append(_hit(source, "spread", line(m.start(2)), line(tokens[looked_up[m.group(2)]]), "C"))
     return hits
+
+
+def _assignments(body: str) -> list[tuple[str, str, int]]:
+    """(name, value, offset) of each `name = value` in a C body, in order: the value runs to the
+    first `;`, or `,` before a name, a `}`, a line's end or the body's end, and never across a
+    brace. Where each value ends is found in one pass from the back: a pattern scanning ahead
+    from every `=` took time quadratic in a long body."""
+    stop = [len(body)] * (len(body) + 1)  # the first `;`, brace or such `,` at or after each place
+    after = len(body)  # the first character past the current run of spaces: its place
+    newline = False  # whether that run holds a line's end
+    for i in range(len(body) - 1, -1, -1):
+        ch = body[i]
+        if ch in ";{}" or ch == "," and (newline or after == len(body) or body[after] == "}"
+                                         or body[after].isalnum() or body[after] == "_"):
+            stop[i] = i
+        else:
+            stop[i] = stop[i + 1]
+        if ch.isspace():
+            newline = newline or ch == "\n"
+        else:
+            after, newline = i, False
+    out, pos = [], 0
+    while (m := _ASSIGN.search(body, pos)) is not None:
+        end = stop[m.end()]
+        if end < len(body) and body[end] in ";,":
+            out.append((m.group(1), body[m.end():end], m.start()))
+            pos = end
+        else:
+            pos = m.start() + 1
+    return out
 
 
 def _derived(assigns, tokens: dict[str, int]) -> dict[str, str]:

@@ -1,12 +1,16 @@
-"""Lines built to make a backtracking pattern quadratic, through the log parser in a separate
-process. Each line is 400 KB: a quadratic pattern took minutes to hours on one (a 40 KB step line
-took 21 s), a linear one takes milliseconds. The process's time limit only guards against a hang;
-it measures nothing."""
+"""Inputs built to make a backtracking pattern quadratic, through the log parser and the C reader,
+each in a separate process. A log line is 400 KB, a loop body 300 KB: a quadratic pattern took
+minutes to hours on them (a 40 KB step line took 21 s), a linear reader takes a fraction of a
+second. The process's time limit only guards against a hang; it measures nothing."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 GUARD_S = 120
 SIZE = 400_000
@@ -38,3 +42,34 @@ def test_every_log_line_parses_in_linear_time():
                               capture_output=True, text=True, timeout=GUARD_S)
         assert done.returncode == 0, (prefix, done.stderr[-2000:])
         assert int(done.stdout) >= 1, prefix  # the last line, at least, is a step
+
+
+_C_SCRIPT = """
+import sys
+from audits.legality import native
+body = "{" + sys.argv[1] * (int(sys.argv[2]) // len(sys.argv[1])) + "}"
+print(len(native._assignments(body)))
+"""
+
+
+def test_a_long_c_loop_body_is_read_in_linear_time():
+    """A 300 KB loop body of assignments with no `;` (once 406 s): each value was found by a
+    pattern scanning ahead from every `=`."""
+    for run in ("x = 1 ", "x =      ", "a = b, "):
+        done = subprocess.run([sys.executable, "-c", _C_SCRIPT, run, "300000"],
+                              capture_output=True, text=True, timeout=GUARD_S)
+        assert done.returncode == 0, (run, done.stderr[-2000:])
+        assert int(done.stdout) >= 0
+
+
+# The assignment pattern the C reader used: its answers, on small bodies, are the reference.
+_REFERENCE = re.compile(r"(?<![\w\]\.>=!<])(\w+)\s*=(?!=)\s*([^;{}]*?)(?=[;,]\s*(?:\w|$|\n|})|;)")
+
+
+@settings(max_examples=2000, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.sampled_from(["a", "b1", "_x", " ", "\n", "\t", "=", "==", ";", ",", "{", "}", "(",
+                                 ")", "[", "]", ".", ">", "!", "<", "+", "x[i]", "1"]), max_size=40).map("".join))
+def test_the_c_readers_assignments_are_those_of_the_pattern_it_replaced(body):
+    from audits.legality import native
+    expected = [(m.group(1), m.group(2), m.start()) for m in _REFERENCE.finditer(body)]
+    assert native._assignments(body) == expected
