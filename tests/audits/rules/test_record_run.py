@@ -62,3 +62,15 @@ def test_a_score_on_a_small_other_text_fails(tmp_path):
         return log.replace("val_tokens: 40540160", "val_tokens: 47851520").replace(
             "fineweb10B_sp8192", "fineweb10B_sp8192_caseops")
     assert by_rule(audit_with(tmp_path / "c", caseops), "RECORD_RUN") == []
+
+
+def test_the_headline_leaves_out_other_hardware_and_ablations_by_content(tmp_path):
+    from audits import submission
+    from audits.submission import runs
+    files = good_folder_files()
+    files["a.log"] = record_log(7, bpb=1.20).replace("  world_size: 8", "  world_size: 1")
+    files["b.log"] = record_log(8, bpb=1.09, phases=(("quantized_sliding_window", 120961),))
+    head = runs.headline(submission.load(write_folder(tmp_path / "records/track_10min_16mb" / GOOD, files)))
+    assert sorted(head.logs) == [42, 314, 999]
+    assert head.apart["a.log"].startswith("1 GPU(s) at line ")
+    assert head.apart["b.log"].startswith("final pass quantized_sliding_window at line ")
