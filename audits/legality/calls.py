@@ -110,7 +110,8 @@ def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
         target = apis.LOSS_CALLS[name]
         if target is not None:
             _mark_target(w, _arg(args, *target), of_loss=True)
-        return union | {("loss", site)}
+        # a loss of logits made with a hand-stepped delta is a loss, not a gradient
+        return (union - {GRAD}) | {("loss", site)}
     if name in apis.GATHER_CALLS:
         _mark_target(w, _arg(args, *apis.GATHER_CALLS[name]))
         return union
@@ -239,7 +240,11 @@ def method_call(w, node: cst.Call, func: cst.Attribute, args: list[Arg]) -> Tain
         w.emit(Event("backward", site, receiver))
         return EMPTY
     if name == "step" and (OPTIM in receiver or kinds(receiver, "param")):
-        # an optimizer, or a parameter that may turn out to be one at the call site
+        # an optimizer, or a parameter that may turn out to be one at the call site; a closure
+        # it is given (L-BFGS) runs first: its backward passes are what the step trains on
+        for arg in args:
+            for fn in filter(None, (_function(w, label[1]) for label in arg.taint if label[0] == "fn")):
+                apply(w, node, fn, [])
         flags = frozenset() if w.cleared_grad else frozenset({"consumes"})
         w.emit(Event("update", site, loss_data(w.grad), _state(receiver), flags=flags))
         if OPTIM in receiver:

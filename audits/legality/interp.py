@@ -17,7 +17,7 @@ from audits.legality import apis, env, imports, operators, order, shapes, syntax
 from audits.legality.program import ClassInfo, Function, Program, compound_blocks
 from audits.legality.values import (
     EMPTY, GRAD, HASH, INDICATOR, MASK, MODEL, NORM, OPTIM, PROB, STAT, TARGET, Event, Site, Taint,
-    data_roots, filled, has_data, keyed, kinds, loss_data, substitute,
+    data_roots, enclosed, filled, has_data, keyed, kinds, loss_data, substitute,
 )
 
 # What an attribute keeps wherever it is read: where data came from and what objects it holds.
@@ -740,7 +740,7 @@ class FunctionWalk:
         while scope is not None:  # a closure reads its enclosing function's names as they are now
             outer = self.a.active.get(scope.key)
             if outer is not None and name in outer.env:
-                return env.without_loops(outer.env[name])
+                return enclosed(env.without_loops(outer.env[name]), scope)
             scope = scope.parent
         module = self.a.modules.get(self.rel)  # a global, as the module body has set it so far
         if module is not None and module is not self:

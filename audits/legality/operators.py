@@ -9,7 +9,7 @@ import libcst as cst
 
 from audits.legality import syntax
 from audits.legality.values import (
-    BLOB, EMPTY, GEN, INDICATOR, MODEL, PROB, STAT, TARGET, TRAIN, VAL, Taint, has_data, kinds,
+    BLOB, EMPTY, GEN, GRAD, INDICATOR, MODEL, PROB, STAT, TARGET, TRAIN, VAL, Taint, has_data, kinds,
 )
 
 # Data files are named by split: fineweb_val_000000.bin, fineweb_train_*.bin, val.bin, ...
@@ -94,8 +94,9 @@ def counted_gates(divisor: Taint, dividend: Taint) -> Taint:
 def picks_by_outcome(compared: Taint) -> bool:
     """Losses of two predictors compared where they score the realized token: the better one is
     picked by the outcome. A comparison of context-only figures (an entropy gate, an expected gain
-    from a hint's probability) reads no scored token and picks nothing by it."""
-    return TARGET in compared and len({label[1] for label in kinds(compared, "loss")}) >= 2
+    from a hint's probability) reads no scored token and picks nothing by it, nor does a bound on
+    a step size worked out from a gradient."""
+    return TARGET in compared and GRAD not in compared and len({label[1] for label in kinds(compared, "loss")}) >= 2
 
 
 def condition(test: Taint, values: Taint) -> Taint:

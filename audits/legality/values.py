@@ -4,6 +4,7 @@
 Labels are tuples whose first item is the kind:
   ("val",) ("train",) ("gen",)   validation data, training data, model-generated tokens
   ("param", i)                   whatever the caller passes as parameter i (resolved at call sites)
+  ("enclosing", key, i)          in a closure: parameter i of the function `key` that defines it
   ("iter", loop) ("prev", loop)  differs per iteration of `loop` / holds the previous iteration's data
   ("loss", site)                 a log-probability or loss computed at `site`
   ("model",) ("prob",)           an output of the model / a probability
@@ -52,7 +53,7 @@ NORM = ("norm",)
 BLOB = ("blob",)
 LOADED = ("loaded",)
 READ = ("read",)
-DATA_KINDS = {"val", "train", "gen", "param"}
+DATA_KINDS = {"val", "train", "gen", "param", "enclosing"}
 # Labels made at a site inside a callee are moved to the call site when the callee's effects are
 # replayed in its caller: there, the call is where the loss was computed or the object made.
 RELOCATED_KINDS = {"loss", "out", "state", "obj", "filled", "reloaded"}
@@ -179,7 +180,8 @@ def non_default(event: Event) -> list[str]:
 def loss_data(taint: Taint) -> Taint:
     """What an update's loss rests on: its data, per-iteration labels, forward passes, positions."""
     return frozenset(label for label in taint
-                     if label[0] in ("val", "train", "gen", "param", "iter", "prev", "loss", "out", "span"))
+                     if label[0] in ("val", "train", "gen", "param", "enclosing", "iter", "prev", "loss", "out",
+                                     "span"))
 
 
 def is_update(event: Event) -> bool:
@@ -208,6 +210,20 @@ def filled(site: Site, written: Taint) -> Label:
     if all(label[0] == "param" for label in data):
         return ("filled", site, frozenset(label[1] for label in data))
     return ("filled", site, None)
+
+
+def enclosed(taint: Taint, scope) -> Taint:
+    """What a closure reads from the function `scope` that defines it: that function's parameters
+    are its own, not the closure's (substitute gives them back where `scope` calls it)."""
+    out = set()
+    for label in taint:
+        if label[0] == "param":
+            out.add(("enclosing", scope.key, label[1]))
+        elif label[0] == "objref" and label[1][0] == "param":
+            out.add(("objref", ("enclosing", scope.key, label[1][1])))
+        else:
+            out.add(label)
+    return frozenset(out)
 
 
 def kinds(taint: Taint, kind: str) -> list[Label]:
@@ -247,6 +263,10 @@ def substitute(taint: Taint, args: list[Taint], call: Site, callee) -> Taint:
         elif kind == "objref" and label[1][0] == "param":
             if label[1][1] < len(args):
                 out |= objref(args[label[1][1]])
+        elif kind == "enclosing" and label[1] == call.fn.key:  # back in the function that defines it
+            out.add(("param", label[2]))
+        elif kind == "objref" and label[1][0] == "enclosing" and label[1][1] == call.fn.key:
+            out.add(("objref", ("param", label[1][2])))
         elif kind in LOCAL_KINDS:
             continue
         elif kind == "filled" and label[2] is not None and label[1].fn is callee:
