@@ -46,6 +46,7 @@ class Hit:
     token_line: int  # where the token is read at the position
     text: str  # the line at `line`, stripped
     language: str  # "C" or "Python"
+    outputs: tuple[str, ...] = ()  # the arrays written for the position under the branch
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,11 +145,12 @@ def _c_loop(source: Source, code: str, v: str, body: str, offset: int, mixture: 
         if cond_end < 0 or not _mentions(body[m.end():cond_end], looked_up):
             continue
         block_end = _block_end(body, cond_end)
-        writes = re.search(rf"\w+\s*\[\s*{re.escape(v)}\s*\]\s*=(?!=)", body[cond_end:block_end])
+        writes = re.findall(rf"(\w+)\s*\[\s*{re.escape(v)}\s*\]\s*=(?!=)", body[cond_end:block_end])
         token = looked_up[_mentions(body[m.end():cond_end], looked_up)]
         consumed = re.search(rf"\b\w+\s*\([^;]*\b{re.escape(token)}\b", body[block_end:])
         if writes and consumed:
-            hits.append(_hit(source, "gate", line(m.start()), line(tokens[token]), "C"))
+            hit = _hit(source, "gate", line(m.start()), line(tokens[token]), "C")
+            hits.append(dataclasses.replace(hit, outputs=tuple(dict.fromkeys(writes))))
     if mixture:
         spread = (r"([^;{}=]*\b\w+\s*\[\s*" + re.escape(v)
                   + r"\s*\][^;{}=/]*)/\s*(?:\([\w\s]+\)\s*)?(\w+)")

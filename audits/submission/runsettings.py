@@ -43,6 +43,53 @@ def turned_on(sub: Submission) -> dict[str, str]:
     return found
 
 
+def turned_off(sub: Submission) -> dict[str, str]:
+    """Setting name -> where the runs had it off (0, false, empty): the logs' hyperparameters,
+    else a launch or README line, read as turned_on reads them. A setting some run turned on is
+    not off."""
+    on = turned_on(sub)
+    found: dict[str, str] = {}
+    logged: set[str] = set()
+    for log in sub.logs:
+        for name, value in log.parsed.hparams.items():
+            logged.add(name.upper())
+            if _is_off(str(value.value)) and name.upper() not in on:
+                found.setdefault(name.upper(), f"{log.rel}:{value.line} ({value.text})")
+    texts = sorted(sub.launch.items()) + ([("README.md", sub.readme)] if sub.readme else [])
+    for rel, text in texts:
+        for number, line in enumerate(text.splitlines(), 1):
+            for name, value in _ASSIGN.findall(line):
+                if name not in logged and name not in on and _is_off(value):
+                    found.setdefault(name, f"{rel}:{number} ({name}={value})")
+    return found
+
+
+_COUNTER = re.compile(r"(?<![\w.])([a-z][a-z0-9_]*)[=:]\s*(\d+)\b(?![.\w])")
+
+
+def zero_counters(sub: Submission) -> dict[str, str]:
+    """Counters (`word_gate=0`) every log of the runs prints, and prints only at 0: what they
+    count never happened in any run. Name (upper case) -> the first such line."""
+    seen: dict[str, str] = {}
+    nonzero: set[str] = set()
+    per_log: list[set[str]] = []
+    for log in sub.logs:
+        names = set()
+        for number, line in enumerate(log.text.splitlines(), 1):
+            for name, value in _COUNTER.findall(line):
+                key = name.upper()
+                names.add(key)
+                if int(value):
+                    nonzero.add(key)
+                else:
+                    seen.setdefault(key, f"{log.rel}:{number} ({name}={value})")
+        per_log.append(names)
+    if not per_log:
+        return {}
+    everywhere = set.intersection(*per_log)
+    return {k: v for k, v in seen.items() if k in everywhere and k not in nonzero}
+
+
 _VAL_SHARD = re.compile(r"fineweb_val_\w*\.bin")
 _TRAIN_SHARD = re.compile(r"fineweb_train_\w*\.bin")
 _LINK = re.compile(r"^\s*(?:sudo\s+)?(?:ln|cp|mv|rsync)\b")

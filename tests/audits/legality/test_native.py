@@ -159,3 +159,32 @@ def test_a_mixture_on_gathered_arrays_in_python(tmp_path, calls, fails):
     f = by_rule(audit_findings(_folder(tmp_path, {"train_gpt.py": source})), "BYTE_MIXTURE_NOT_NORMALIZED", "FAIL")
     division = source.splitlines().index("        per_byte = -float(nll_nats[i]) / n_bytes") + 1
     assert [x.line for x in f] == ([division] if fails else [])
+
+
+def _gated_c():
+    return HINTS_C.replace("{PUSH_AFTER}", "push(state, tok);").replace("{PUSH_BEFORE}", "")
+
+
+@pytest.mark.parametrize("counts, launch, fails", [
+    ((0, 0, 0), None, False),  # every run's log counts the channel's hints at 0
+    ((0, 7, 0), None, True),  # one run used it
+    (None, "HINT_BOOST=0 torchrun --nproc_per_node=8 train_gpt.py\n", False),  # launched with it off
+    (None, "HINT_BOOST=0.5 torchrun --nproc_per_node=8 train_gpt.py\n", True),
+    (None, None, True),  # nothing shows it off
+])
+def test_a_native_channel_the_runs_had_off_is_a_note(tmp_path, counts, launch, fails):
+    """The gate decides `hint_prob[i]`; where the runs show that channel off (a counter of its
+    hints at 0 in every log, a launch line setting its boost to 0), the reading is a note."""
+    files = good_folder_files()
+    logs = sorted(name for name in files if name.endswith(".log"))
+    for name, count in zip(logs, counts or ()):
+        files[name] += f"hints total=4096 token_gate=311 hint_gate={count}\n"
+    if launch is not None:
+        files["run.sh"] = launch
+    folder = write_folder(tmp_path / GOOD, {**files, "train_gpt.py": ENTRY, "hints.py": LOADER,
+                                            "hints.c": _gated_c()})
+    gates = by_rule(audit_findings(folder), "REALIZED_TOKEN_GATE")
+    assert len(gates) == 1
+    assert (str(gates[0].severity) == "FAIL") == fails, gates[0].message
+    if not fails:
+        assert "channel off" in gates[0].message
