@@ -43,6 +43,8 @@ def call(w, node: cst.Call) -> Taint:
         result = instantiate(w, node, shipped, args)
     elif qualified is not None:
         result = library_call(w, node, qualified, args)
+        if qualified == "dataclasses.field":  # `field(default_factory=Cfg)` builds a Cfg
+            result |= _default_factory(w, node, args)
     elif isinstance(func, cst.Name) and func.value not in w.env:
         found = w.p.lookup(w.fn, func.value)
         if isinstance(found, Function):
@@ -57,6 +59,18 @@ def call(w, node: cst.Call) -> Taint:
         result = value_call(w, node, w.value(func), args)
     _callbacks(w, node, args)
     return result
+
+
+def _default_factory(w, node: cst.Call, args: list[Arg]) -> Taint:
+    factory = _arg(args, 99, "default_factory")
+    if factory is None or not isinstance(factory.node, cst.Name):
+        return EMPTY
+    found = w.p.lookup(w.fn, factory.node.value)
+    if isinstance(found, ClassInfo):
+        return instantiate(w, node, found, [])
+    if isinstance(found, Function):
+        return apply(w, node, found, [])
+    return EMPTY
 
 
 def _union(args: list[Arg]) -> Taint:
@@ -484,6 +498,12 @@ def instantiate(w, node: cst.Call, info: ClassInfo, args: list[Arg]) -> Taint:
             result |= substitute(summary.mutates[0], [obj], site, init) - {("param", 0)}
     if init is None and info.fields and not info.is_module:
         result |= _record_fields(w, info.fields, args)
+    post = _class_method(w, info, "__post_init__")  # a dataclass runs it after its fields are set
+    if post is not None:
+        summary = w.a.summary(post)
+        apply(w, node, post, [], receiver=obj)
+        if 0 in summary.mutates:
+            result |= substitute(summary.mutates[0], [obj], site, post) - {("param", 0)}
     elif not info.is_module:
         result |= _union(args)
     if info.is_optimizer:

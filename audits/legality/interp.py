@@ -966,6 +966,14 @@ class FunctionWalk:
         return taint
 
     def v_lambda(self, node: cst.Lambda) -> Taint:
+        """A lambda is walked where it is written, its parameters unknown: what its body calls
+        runs when the lambda is called (`timed("eval", lambda: eval_val(model, val_tokens))`),
+        with the values its closure sees here. Its value carries nothing."""
+        saved = dict(self.env)
+        for param in node.params.params:
+            self.env[param.name.value] = EMPTY
+        self.value(node.body)
+        self.env = saved
         return EMPTY
 
     # --- calls -----------------------------------------------------------------------------------
