@@ -498,14 +498,14 @@ def instantiate(w, node: cst.Call, info: ClassInfo, args: list[Arg]) -> Taint:
             result |= substitute(summary.mutates[0], [obj], site, init) - {("param", 0)}
     if init is None and info.fields and not info.is_module:
         result |= _record_fields(w, info.fields, args)
+    elif not info.is_module:
+        result |= _union(args)
     post = _class_method(w, info, "__post_init__")  # a dataclass runs it after its fields are set
     if post is not None:
         summary = w.a.summary(post)
         apply(w, node, post, [], receiver=obj)
         if 0 in summary.mutates:
             result |= substitute(summary.mutates[0], [obj], site, post) - {("param", 0)}
-    elif not info.is_module:
-        result |= _union(args)
     if info.is_optimizer:
         result |= {OPTIM} | _union(args)
     return result

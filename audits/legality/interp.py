@@ -615,6 +615,9 @@ class FunctionWalk:
         node = target.value
         if not isinstance(node, cst.Name):
             return False
+        cls = self.fn.cls  # `self.val_files = ...` in a method of a class whose body declares it
+        if cls is not None and self.fn.params[:1] == (node.value,) and target.attr.value in cls.settings:
+            return True
         if node.value not in self.env:
             return isinstance(self.p.lookup(self.fn, node.value), ClassInfo)
         classes = [self.p.classes.get(label[2]) for label in kinds(self.env[node.value], "obj")]
