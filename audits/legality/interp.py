@@ -117,6 +117,7 @@ class FunctionWalk:
         self.mutates: dict[int, Taint] = {}
         self.shapes_seen: list[tuple] = []  # assigned slices of data: (node, base, shape, taint)
         self.subsets: dict[str, str] = {}  # `jv = j[valid]`: a name holding some of another's items
+        self.copies: dict[str, str] = {}  # `flat = ids.cpu().numpy()`: the same tokens, converted
         self.discovered: set[str] = set()  # names passed as the target of a loss or gather
         self.log_names: set[str] = set()  # names holding a normalizer (log Z), for tilts
         self.boost_names: frozenset[str] = frozenset()  # names bound to a tilt's `expm1(b)`
@@ -176,7 +177,7 @@ class FunctionWalk:
         by_base: dict[str, list] = {}
         for node, base, shape, taint in self.shapes_seen:
             if has_data(taint) and MODEL not in taint:
-                by_base.setdefault(base, []).append((node, shapes.renamed(shape, self._superset)))
+                by_base.setdefault(self._original(base), []).append((node, shapes.renamed(shape, self._superset)))
         for items in by_base.values():
             by_position = any(shapes.context_by_position(shape) for _, shape in items)
             for node, shape in items:
@@ -186,6 +187,15 @@ class FunctionWalk:
                 if (later and latest) or (by_position and shapes.next_position(shape)):
                     found.add(id(node))
         return found
+
+    def _original(self, name: str) -> str:
+        """The name `name` is a converted copy of (`flat = ids.cpu().numpy()`), through every such
+        copy: slices of the copy and of the original read positions of the same tokens."""
+        seen = {name}
+        while name in self.copies and self.copies[name] not in seen:
+            name = self.copies[name]
+            seen.add(name)
+        return name
 
     def _superset(self, name: str) -> str:
         """The name whose items `name` was taken from, through every `a = b[...]` (a cycle stops)."""
@@ -366,9 +376,13 @@ class FunctionWalk:
         """`jv = j[valid]`: positions kept from `j`, so `t[jv - k]` reads before the positions
         `t[j]` reads (see _targets_from_shapes)."""
         value = shapes.unwrap(node.value)
-        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
-                and isinstance(value, cst.Subscript) and isinstance(value.value, cst.Name):
-            self.subsets[node.targets[0].target.value] = value.value.value
+        if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
+            return
+        name = node.targets[0].target.value
+        if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Name):
+            self.subsets[name] = value.value.value
+        elif isinstance(value, cst.Name) and value.value != name:
+            self.copies[name] = value.value
 
     def note_slice(self, value: cst.BaseExpression, context_only: bool = False) -> None:
         """`y = chunk[1:]`, `tok = int(ids[p])`: a named slice of data, kept to find which of the
