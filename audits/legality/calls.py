@@ -263,6 +263,10 @@ def method_call(w, node: cst.Call, func: cst.Attribute, args: list[Arg]) -> Tain
         w.emit(Event("update", site, loss_data(w.grad), _state(receiver), flags=flags))
         if OPTIM in receiver:
             return EMPTY
+    if name == "get" and args and not args[0].keyword and HASH in args[0].taint and has_data(args[0].taint):
+        # `counts.get(key, 0)`: a table read at a hashed key, as `counts[key]` is
+        w.emit(Event("lookup", site, args[0].taint, receiver, flags=frozenset(
+            {"module"} if w.fn.is_module_method else set())))
     if name == "zero_grad":
         w.grad = EMPTY
         w.cleared_grad = True

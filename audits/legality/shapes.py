@@ -124,15 +124,19 @@ def one_later(later: list[tuple], earlier: list[tuple]) -> bool:
         return la[0] == lb[0] and ua[0] == ub[0] and la[1] == lb[1] + 1 and ua[1] == ub[1] + 1
     if a[0] == "index" and b[0] == "slice":
         return a[1] == b[2]
+    if a[0] == "index" and b[0] == "index":  # `t[p]` vs `t[p - 1]`
+        return a[1][0] == b[1][0] != "" and a[1][1] == b[1][1] + 1
     if a[0] == "index" and b[0] == "index_before":
         return b[1] is not None and a[1] == (b[1], 0)
     return False
 
 
 def context_by_position(shape: list[tuple]) -> bool:
-    """`t[p - (w - k)]`, `t[s - w + k:...]`: n-gram context tokens read by position from the flat
-    token array."""
-    return any(part[0] == "index_before" or (part[0] == "slice" and part[3]) for part in shape)
+    """`t[p - (w - k)]`, `t[s - w + k:...]`, `t[p - 1]`: n-gram context tokens read by position
+    from the flat token array."""
+    return any(part[0] == "index_before" or (part[0] == "slice" and part[3])
+               or (part[0] == "index" and part[1][0] not in ("", "END") and part[1][1] < 0)
+               for part in shape)
 
 
 def next_position(shape: list[tuple]) -> bool:
