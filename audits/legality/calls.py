@@ -192,21 +192,61 @@ def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
 
 
 def _env_flag(w, args: list[Arg]) -> Taint:
-    """`os.environ.get("SLOT_ENABLED", "0")`: a setting, on or off unless the variable is set."""
+    """`os.environ.get("SLOT_ENABLED", "0")`: a setting, on or off unless the variable is set.
+    In a helper that reads the variable its caller names (`def env_bool(name, default)`), the
+    setting is named at each call (`settings_named`)."""
     key = w.p.literal(w.rel, args[0].node) if args else None
     if not isinstance(key, cst.SimpleString):
-        return EMPTY
-    name = key.evaluated_value
-    default = w.p.literal(w.rel, args[1].node) if len(args) > 1 else None
+        return _env_named_by_caller(w, args)
+    on = _default_on(w, args[1].node) if len(args) > 1 else None
+    return EMPTY if on is None else frozenset({("flag", key.evaluated_value, on)})
+
+
+def _default_on(w, node) -> bool | None:
+    """Is a setting's default (a literal) on? None where it is not a literal."""
+    if node is None:
+        return None
+    default = w.p.literal(w.rel, node)
     if isinstance(default, cst.SimpleString):
-        on = str(default.evaluated_value).strip().lower() not in ("", "0", "false", "no", "off")
-    elif isinstance(default, (cst.Integer, cst.Float)):
-        on = default.evaluated_value != 0
-    elif isinstance(default, cst.Name) and default.value in ("True", "False", "None"):
-        on = default.value == "True"
-    else:
+        return str(default.evaluated_value).strip().lower() not in ("", "0", "false", "no", "off")
+    if isinstance(default, (cst.Integer, cst.Float)):
+        return default.evaluated_value != 0
+    if isinstance(default, cst.Name) and default.value in ("True", "False", "None"):
+        return default.value == "True"
+    return None
+
+
+def _env_named_by_caller(w, args: list[Arg]) -> Taint:
+    """("envname", i, default): the variable named by parameter i; its default a literal
+    ("on", bool), another parameter ("param", j), or, where the read gives none, the parameter
+    after the name's (`os.environ.get(name)`, then `return default` when unset)."""
+    params = list(w.fn.params)
+    if not args or not isinstance(args[0].node, cst.Name) or args[0].node.value not in params:
         return EMPTY
-    return frozenset({("flag", name, on)})
+    i = params.index(args[0].node.value)
+    if len(args) < 2:
+        return frozenset({("envname", i, ("param", i + 1))})
+    node = args[1].node
+    if isinstance(node, cst.Name) and node.value in params:
+        return frozenset({("envname", i, ("param", params.index(node.value)))})
+    on = _default_on(w, node)
+    return EMPTY if on is None else frozenset({("envname", i, ("on", on))})
+
+
+def settings_named(w, taint: Taint, nodes: list) -> Taint:
+    """A helper's "envname" labels at its call: the setting the call names, with its default."""
+    named = kinds(taint, "envname")
+    if not named:
+        return taint
+    out = set(taint) - set(named)
+    for _, i, (how, value) in named:
+        key = w.p.literal(w.rel, nodes[i]) if i < len(nodes) and nodes[i] is not None else None
+        if not isinstance(key, cst.SimpleString):
+            continue
+        on = value if how == "on" else _default_on(w, nodes[value] if value < len(nodes) else None)
+        if on is not None:
+            out.add(("flag", key.evaluated_value, on))
+    return frozenset(out)
 
 
 def _sink(w, node, api: str, taint: Taint) -> None:
@@ -465,7 +505,7 @@ def apply(w, node: cst.Call, fn: Function, args: list[Arg], receiver: Taint | No
         elif params:
             actuals[-1] |= arg.taint
     site = w.site(node)
-    result = substitute(summary.returns, actuals, site, fn)
+    result = settings_named(w, substitute(summary.returns, actuals, site, fn), nodes)
     w.call_elements.setdefault(id(node), []).append(
         None if summary.elements is None else (summary, actuals, site, fn))
     for i, taint in summary.mutates.items():
