@@ -11,9 +11,9 @@ import libcst as cst
 from audits.legality import apis, operators, printed, shapes
 from audits.legality.program import ClassInfo, Function
 from audits.legality.values import (
-    BLOB, EMPTY, GEN, GRAD, HASH, HOOK, LOADED, LOSSFN, MODEL, NORM, OPTIM, PROB, READ, STAT, TARGET,
-    TRAIN,
-    Event, Site, Taint, data_roots, has_data, keyed, kinds, loss_data, objref, substitute,
+    BLOB, EMPTY, GEN, GRAD, HASH, HOOK, LOADED, LOCAL_KINDS, LOSSFN, MODEL, NORM, OPTIM, PROB, READ,
+    RELOCATED_KINDS, STAT, TARGET, TRAIN, Event, Site, Taint, data_roots, has_data, keyed, kinds,
+    loss_data, objref, substitute,
 )
 
 _SILENT = {"print", "super", "setattr", "delattr", "vars", "locals", "globals", "exec", "eval",
@@ -59,6 +59,19 @@ def call(w, node: cst.Call) -> Taint:
         result = value_call(w, node, w.value(func), args)
     _callbacks(w, node, args)
     return result
+
+
+def _relocated(taint: Taint, call: Site, closure: Function) -> Taint:
+    """What a closure put into a name of its enclosing function, seen there: the places it made
+    moved to the call; its data, written through the enclosing function's own names, keeps their
+    labels (their parameters are the enclosing function's, not the closure's)."""
+    out = set()
+    for label in taint:
+        if label[0] in RELOCATED_KINDS and label[1] is not None and label[1].fn is closure:
+            out.add((label[0], label[1].moved(call)) + label[2:])
+        elif label[0] not in LOCAL_KINDS:
+            out.add(label)
+    return frozenset(out)
 
 
 def _default_factory(w, node: cst.Call, args: list[Arg]) -> Taint:
@@ -511,6 +524,9 @@ def apply(w, node: cst.Call, fn: Function, args: list[Arg], receiver: Taint | No
     for i, taint in summary.mutates.items():
         if i < len(nodes) and nodes[i] is not None:
             w.mutate(nodes[i], substitute(taint, actuals, site, fn))
+    for name, taint in summary.free_mutates.items():  # a closure changed a name of this function
+        if name in w.env:
+            w.env[name] = w.env[name] | _relocated(taint, site, fn)
     pending = loss_data(w.grad)
     for event in summary.events:
         moved = event.moved(site, actuals)

@@ -33,6 +33,8 @@ class Summary:
     # where every return is a tuple of one length: what each position holds (`a, b = f(x)`)
     elements: tuple[Taint, ...] | None = None
     mutates: dict[int, Taint] = dataclasses.field(default_factory=dict)
+    # a closure's names of its enclosing function that it changes (`cache.update(...)`)
+    free_mutates: dict[str, Taint] = dataclasses.field(default_factory=dict)
     grad: Taint = EMPTY  # losses backpropagated and not yet consumed by an optimizer step
     clears_grad: bool = False  # it zeroes gradients (so the caller's pending ones are gone)
     events: list[Event] = dataclasses.field(default_factory=list)
@@ -115,6 +117,7 @@ class FunctionWalk:
         # to be read at the call, or None where it returns no tuples
         self.call_elements: dict[int, list[tuple | None]] = {}
         self.mutates: dict[int, Taint] = {}
+        self.free_mutates: dict[str, Taint] = {}
         self.shapes_seen: list[tuple] = []  # assigned slices of data: (node, base, shape, taint)
         self.subsets: dict[str, str] = {}  # `jv = j[valid]`: a name holding some of another's items
         self.copies: dict[str, str] = {}  # `flat = ids.cpu().numpy()`: the same tokens, converted
@@ -160,6 +163,7 @@ class FunctionWalk:
         self.summary.returns = self.returns
         self.summary.elements = self._elements()
         self.summary.mutates = self.mutates
+        self.summary.free_mutates = self.free_mutates
         self.summary.grad = self.grad
         self.summary.clears_grad = self.cleared_grad
         self.summary.prints = self.prints
@@ -184,6 +188,9 @@ class FunctionWalk:
                 # the last of a chain (`t[s-1:]`, `t[s:]` as context, `t[s+1:]`): the targets
                 later = any(shapes.one_later(shape, other) for _, other in items)
                 latest = not any(shapes.one_later(other, shape) for _, other in items)
+                if by_position:  # `t[p]` after the context `t[p - 2]`, `t[p - 1]`
+                    later = later or any(shapes.position_after(shape, other) for _, other in items)
+                    latest = latest and not any(shapes.position_after(other, shape) for _, other in items)
                 if (later and latest) or (by_position and shapes.next_position(shape)):
                     found.add(id(node))
         return found
@@ -648,6 +655,9 @@ class FunctionWalk:
         put = taint - own
         if written is not None and has_data(put):
             taint = taint | {filled(self.site(written), put)}
+        if self.fn.parent is not None and (root not in self.env or root in self.free_mutates) \
+                and root not in self.fn.params:  # a name of the enclosing function
+            self.free_mutates[root] = self.free_mutates.get(root, EMPTY) | taint
         self.env[root] = self.env.get(root, EMPTY) | taint
         if root in self.fn.params:
             i = self.fn.params.index(root)

@@ -385,10 +385,16 @@ def _prebuilt(fn, events: list[Event], scores: list[Event]) -> list[Event]:
                  and not common_loops(label[1], lookup.site)]
         if not fills:
             continue
-        # one finding per read: the first fill (by where the call is, then where the fill is)
-        fill = min(fills, key=lambda site: (site.path, site.statement))
-        scored_there = bool(fill.loops) and any(fill.loops[-1] in s.site.loops for s in scores)
-        found = SCORED_TWICE if scored_there else TRAINED_BEFORE_SCORED
+        # scored there: in a loop around both, or inside the one call that filled it (a first
+        # pass that scores each chunk, then adds it to the table)
+        def scored_there(fill):
+            return (bool(fill.loops) and any(fill.loops[-1] in s.site.loops for s in scores)) \
+                or (bool(fill.chain) and any(s.site.chain[:1] == fill.chain[:1] for s in scores))
+        # one finding per read: the first fill (by where the call is, then where the fill is) of
+        # a pass that scored, else the first
+        passes = [site for site in fills if scored_there(site)]
+        fill = min(passes or fills, key=lambda site: (site.path, site.statement))
+        found = SCORED_TWICE if passes else TRAINED_BEFORE_SCORED
         verdicts.append(Event("judgment", fill, lookup.taint, lookup.taint, detail=found,
                               other=lookup.site, flags=frozenset({"prebuilt"}) | switches(lookup)))
     return verdicts

@@ -124,8 +124,6 @@ def one_later(later: list[tuple], earlier: list[tuple]) -> bool:
         return la[0] == lb[0] and ua[0] == ub[0] and la[1] == lb[1] + 1 and ua[1] == ub[1] + 1
     if a[0] == "index" and b[0] == "slice":
         return a[1] == b[2]
-    if a[0] == "index" and b[0] == "index":  # `t[p]` vs `t[p - 1]`
-        return a[1][0] == b[1][0] != "" and a[1][1] == b[1][1] + 1
     if a[0] == "index" and b[0] == "index_before":
         return b[1] is not None and a[1] == (b[1], 0)
     return False
@@ -147,6 +145,16 @@ def next_position(shape: list[tuple]) -> bool:
         return False
     name, offset = shape[0][1]
     return name != "" and offset >= 1
+
+
+def position_after(later: list[tuple], earlier: list[tuple]) -> bool:
+    """`t[p]` vs `t[p - 1]`: one position after another. Alone this says nothing about context
+    and target; in n-gram code that reads its context by position (`context_by_position`), the
+    last such read is the token being predicted."""
+    if len(later) != 1 or len(earlier) != 1 or later[0][0] != "index" or earlier[0][0] != "index":
+        return False
+    (a, i), (b, j) = later[0][1], earlier[0][1]
+    return a == b not in ("", "END") and i == j + 1
 
 
 def previous_positions(node: cst.Subscript) -> bool:
