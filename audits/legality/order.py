@@ -25,7 +25,7 @@ import libcst as cst
 from audits.legality import apis
 from audits.legality.program import compound_blocks
 from audits.legality.values import (
-    Event, Site, Taint, data_roots, exclusive, is_score, is_update, kinds, switches,
+    MODEL, Event, Site, Taint, data_roots, exclusive, is_score, is_update, kinds, switches,
 )
 
 # What a judgment found, on tokens that are scored (the `detail` of its event):
@@ -385,16 +385,17 @@ def _prebuilt(fn, events: list[Event], scores: list[Event]) -> list[Event]:
                  and not common_loops(label[1], lookup.site)]
         if not fills:
             continue
-        # scored there: in a loop around both, or inside the one call that filled it (a first
-        # pass that scores each chunk, then adds it to the table)
-        def scored_there(fill):
-            return (bool(fill.loops) and any(fill.loops[-1] in s.site.loops for s in scores)) \
-                or (bool(fill.chain) and any(s.site.chain[:1] == fill.chain[:1] for s in scores))
-        # one finding per read: the first fill (by where the call is, then where the fill is) of
-        # a pass that scored, else the first
-        passes = [site for site in fills if scored_there(site)]
-        fill = min(passes or fills, key=lambda site: (site.path, site.statement))
-        found = SCORED_TWICE if passes else TRAINED_BEFORE_SCORED
+        # one finding per read: the first fill (by where the call is, then where the fill is)
+        fill = min(fills, key=lambda site: (site.path, site.statement))
+        scored_there = bool(fill.loops) and any(fill.loops[-1] in s.site.loops for s in scores)
+        if not scored_there and MODEL not in lookup.state and not kinds(lookup.state, "out"):
+            # a first pass: one call that scored each chunk, then added it to the table (a table,
+            # not a model's output computed in that pass, such as a hashed embedding of its input)
+            passes = [site for site in fills
+                      if site.chain and any(s.site.chain[:1] == site.chain[:1] for s in scores)]
+            if passes:
+                fill, scored_there = min(passes, key=lambda site: (site.path, site.statement)), True
+        found = SCORED_TWICE if scored_there else TRAINED_BEFORE_SCORED
         verdicts.append(Event("judgment", fill, lookup.taint, lookup.taint, detail=found,
                               other=lookup.site, flags=frozenset({"prebuilt"}) | switches(lookup)))
     return verdicts
