@@ -50,9 +50,10 @@ def _arguments(folder: Path, out: Path) -> list[str]:
     return arguments + [str(folder)]
 
 
-def _run_case(folder: Path, out: Path, err: Path) -> None:
-    """The child: `pgolf audit --format json --no-smoke [--changed-files F] FOLDER`, stdout into `out`."""
-    arguments = _arguments(folder, out)
+def _run_case(folder: Path, out: Path, err: Path, arguments=_arguments) -> None:
+    """The child: `pgolf audit --format json --no-smoke [--changed-files F] FOLDER` (or what
+    `arguments` gives), stdout into `out`."""
+    arguments = arguments(folder, out)
     with open(out, "wb") as stdout, open(err, "wb") as stderr:
         os.dup2(stdout.fileno(), 1)
         os.dup2(stderr.fileno(), 2)
@@ -64,9 +65,10 @@ def _size(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
 
 
-def audit_all(cases: list[Path], out: Path, jobs: int, timeout: float) -> list[str]:
-    """Audit every case into `out/<id>.json`, `jobs` at a time; returns a line per case that
-    failed (timed out, crashed, or exited with a status other than 0 or 1)."""
+def audit_all(cases: list[Path], out: Path, jobs: int, timeout: float, arguments=_arguments) -> list[str]:
+    """Audit every case into `out/<id>.json`, `jobs` at a time, with the command line
+    `arguments(folder, json_path)` gives; returns a line per case that failed (timed out, crashed,
+    or exited with a status other than 0 or 1)."""
     problems = []
     todo = sorted(cases, key=_size, reverse=True)
     running: dict[int, tuple[multiprocessing.Process, Path, float]] = {}
@@ -75,7 +77,8 @@ def audit_all(cases: list[Path], out: Path, jobs: int, timeout: float) -> list[s
             while todo and len(running) < jobs:
                 folder = todo.pop(0)
                 err = Path(errors) / f"{folder.parent.name}.err"
-                child = _FORK.Process(target=_run_case, args=(folder, out / f"{folder.parent.name}.json", err))
+                child = _FORK.Process(target=_run_case,
+                                      args=(folder, out / f"{folder.parent.name}.json", err, arguments))
                 child.start()
                 running[child.sentinel] = (child, err, time.monotonic() + timeout)
             first_deadline = min(deadline for _, _, deadline in running.values())
