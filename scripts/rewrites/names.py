@@ -2,7 +2,9 @@
 across its files: functions, classes, parameters, locals, module-level names, import aliases.
 
 Kept as they are: attributes (a method or a field is reached through its object, and a library's
-attributes are the library's), names a class body binds (they are attributes), `self` and `cls`,
+attributes are the library's), names a class body binds (they are attributes), a module-level
+name of a file other than train_gpt.py that some code reads as an attribute (the file may be
+loaded by path and read as `module.name`), `self` and `cls`,
 dunder names, a plain `import torch` (renaming it would need `as`, which binds another object for
 `import a.b`), and a name some string spells (`getattr(m, "name")`, a dict key, `__all__`): code
 that reads names from strings would break. Keyword arguments are renamed where the call reaches
@@ -28,10 +30,15 @@ def rename(files: dict[str, bytes]) -> dict[str, bytes] | None:
     mods = source.modules(files)
     if not mods:
         return None
-    wrapped = {rel: cst.MetadataWrapper(m) for rel, m in mods.items()}
+    wrapped = {rel: cst.MetadataWrapper(m, unsafe_skip_copy=True) for rel, m in mods.items()}  # parsed once, never changed
     siblings = {_module_name(rel): rel for rel in mods}
     info = {rel: _Bindings(w, siblings) for rel, w in wrapped.items()}
     spelled = set().union(*(i.spelled for i in info.values()))
+    # a module other than the entry script may be loaded by path and read as `module.name`
+    attributes = set().union(*(i.attributes for i in info.values()))
+    for rel, i in info.items():
+        if rel != "train_gpt.py":
+            spelled |= i.top_level & attributes
     bound = sorted(set().union(*(i.names for i in info.values())) - spelled)
     taken = set().union(*(i.identifiers for i in info.values()))
     mapping, n = {}, 0
@@ -69,6 +76,7 @@ class _Bindings:
         self.top_level: set[str] = set()
         self.spelled: set[str] = set()
         self.identifiers: set[str] = set()
+        self.attributes: set[str] = set()  # names read as `x.name`
         self.sibling_imports: set[str] = set()  # local names bound by `import sibling`
         scopes = wrapper.resolve(ScopeProvider)
         for scope in {s for s in scopes.values() if s is not None}:
@@ -120,6 +128,9 @@ class _Spelled(cst.CSTVisitor):
 
     def visit_Name(self, node: cst.Name) -> None:
         self.b.identifiers.add(node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.b.attributes.add(node.attr.value)
 
     def visit_DictElement(self, node: cst.DictElement) -> None:
         self._string(node.key)

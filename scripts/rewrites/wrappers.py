@@ -1,4 +1,4 @@
-"""Every plain Python file of the folder shipped as a self-extracting wrapper of itself, in the
+"""Every Python file of the folder shipped as a self-extracting wrapper of itself, in the
 forms records ship: raw LZMA2 + base85 (the merged records' stub), zlib + base85, raw LZMA2 in a
 latin-1 string literal (pgolf's packed form), and the payload registered in `linecache` and run
 through `exec(compile(...))` (records that use Triton, whose kernels' source is read back through
@@ -11,7 +11,6 @@ import lzma
 import zlib
 
 from audits.submission import codesize
-from rewrites import source
 
 
 def lzma_b85(files: dict[str, bytes]) -> dict[str, bytes] | None:
@@ -42,7 +41,12 @@ def linecache_exec(files: dict[str, bytes]) -> dict[str, bytes] | None:
 
 
 def _each(files: dict[str, bytes], wrap) -> dict[str, bytes] | None:
+    """Every Python file wrapped, a wrapper too (the audit unwraps layer after layer)."""
     out = dict(files)
-    for rel in source.modules(files):
-        out[rel] = wrap(codesize.read_source(files[rel]))
+    for rel, data in files.items():
+        if rel.endswith(".py"):
+            try:
+                out[rel] = wrap(codesize.read_source(data))
+            except (UnicodeDecodeError, SyntaxError):
+                continue
     return out if out != files else None
