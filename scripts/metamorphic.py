@@ -1,7 +1,7 @@
 """Audit submissions rewritten without changing what they do, and report what the rewrites change.
 
     python scripts/metamorphic.py --corpus DIR [--corpus DIR ...] [--fixtures DIR]
-                                  [--rewrites NAME,...] [--jobs 2] [--json OUT.json]
+                                  [--rewrites NAME,...] [--every N] [--jobs 2] [--json OUT.json]
 
 Every case (a built corpus, `<id>/folder` with `<id>/CASE.json`; or reduced cases, `<name>/`
 with `cases.tsv` and `<name>.changes`; or legality fixtures, a script or a folder of scripts) is
@@ -28,6 +28,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -103,13 +104,17 @@ def _reduced(root: Path) -> list[Case]:
 
 
 def _fixtures(root: Path) -> list[Case]:
+    """A script is a fixture, and so is a folder that holds train_gpt.py (a submission of several
+    scripts); any other folder groups fixtures."""
     cases = []
     for path in sorted(root.iterdir()):
         if path.suffix == ".py":
             cases.append(Case(f"fixture/{path.stem}", (("train_gpt.py", path),), None, None, LEGALITY))
-        elif path.is_dir():
+        elif path.is_dir() and (path / "train_gpt.py").is_file():
             cases.append(Case(f"fixture/{path.name}", tuple((p.name, p) for p in sorted(path.glob("*.py"))),
                               None, None, LEGALITY))
+        elif path.is_dir():
+            cases += _fixtures(path)
     return cases
 
 
@@ -346,6 +351,8 @@ def main() -> int:
                         help="legality fixtures (scripts, or folders of scripts); repeatable")
     parser.add_argument("--rewrites", default=",".join(REWRITES),
                         help=f"comma-separated, of: {', '.join(REWRITES)} (default: all)")
+    parser.add_argument("--every", type=int, default=1, metavar="N",
+                        help="only every N-th case, in order of name (a share of the cases when time is short)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per audit")
     parser.add_argument("--json", type=Path, help="write every pair and both tables here")
@@ -357,19 +364,25 @@ def main() -> int:
     for root in args.corpus + args.fixtures:
         if not root.is_dir():
             parser.error(f"{root} is not a directory")
-    cases = load_cases(args.corpus, args.fixtures)
+    if args.every < 1:
+        parser.error("--every takes a whole number of at least 1")
+    cases = sorted(load_cases(args.corpus, args.fixtures), key=lambda c: c.name)[::args.every]
     if not cases:
         parser.error("no cases: give --corpus and/or --fixtures")
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="metamorphic-") as work:
         pairs, per_rewrite, per_rule, problems = run(cases, rewrites, args.jobs, args.timeout, Path(work))
     seconds = time.monotonic() - start
+    cpu = sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+              for f in ("ru_utime", "ru_stime"))
     sys.stdout.write(markdown(pairs, per_rewrite, per_rule))
     for problem in problems:
         print(problem)
-    print(f"{len(cases)} cases x {len(rewrites)} rewrites in {seconds:.1f} s with {args.jobs} jobs")
+    print(f"{len(cases)} cases x {len(rewrites)} rewrites in {seconds:.1f} s wall, {cpu:.1f} s CPU, "
+          f"with {args.jobs} jobs")
     if args.json is not None:
         args.json.write_text(json.dumps({"cases": len(cases), "rewrites": rewrites, "seconds": round(seconds, 1),
+                                         "cpu_seconds": round(cpu, 1),
                                          "per_rewrite": per_rewrite, "per_rule": per_rule, "pairs": pairs},
                                         indent=1) + "\n")
     bad = any(p["status"] != "unchanged" and p["status"] != "not applicable" for p in pairs)
