@@ -2,9 +2,9 @@
 here, before and after, on small programs of our own), and the audit's verdict and blocking rules
 hold under the rewrites on the reduced corpus and the legality fixtures.
 
-The invariance test takes a fixed share of the pairs, so that CI's two cores can afford it: each
-case (in sorted order) one (legality fixtures) or two (reduced cases) applicable rewrites, the
-rewrites sampled least so far first. Pairs the audit does not yet
+The invariance test takes a fixed share of the pairs, so that CI's two cores can afford it: the
+k-th case (in order of name) gets the k-th rewrite, counting round `rewrites.REWRITES`, and a
+reduced case also the one half way round; a rewrite with nothing to change there is skipped. Pairs the audit does not yet
 keep are listed in KNOWN, each with the mechanism it exposes; they are strict expected failures,
 so the list shrinks as the mechanisms are fixed.
 """
@@ -140,7 +140,7 @@ def test_renaming_leaves_no_name_that_means_something():
     # a method's name is an attribute of its class (kept); every name bound as a name is renamed, the
     # keyword `smoothing=` of the submission's own class with its parameter
     assert [n for n in names if any(word in n.lower() for word in MEANINGFUL)] == ["score"]
-    assert "def score(" in rewritten and "smoothing" not in rewritten
+    assert "def score(" in rewritten and "smoothing=" not in rewritten and "(self, val_tokens" not in rewritten
     assert "os" in names and "Tally" not in names  # a plain import is kept, an alias is not
 
 
@@ -183,21 +183,26 @@ def test_output_that_does_not_compile_is_the_rewrites_fault():
 CASES = metamorphic.load_cases([FIXTURES / "corpus_reduced"], [FIXTURES / "legality"])
 
 # (case, rewrite) -> the mechanism the change exposes
-KNOWN: dict[tuple[str, str], str] = {}
+_SIBLING = ("a function imported from a shipped sibling module (`from helpers import f`) is taken for a "
+            "library call: the call resolves through the import table before the sibling's def is looked up, "
+            "so the code behind it is never walked")
+KNOWN: dict[tuple[str, str], str] = {
+    ("fixture/byte_spread_power", "sibling_module"): _SIBLING,
+    ("fixture/gate_target_prob_from_helper_pair", "sibling_module"): _SIBLING,
+    ("fixture/prequant_epoch_diagnostic", "sibling_module"): _SIBLING,
+    ("fixture/slot_warm_start", "sibling_module"): _SIBLING,
+    ("reduced/prequant_ttt_on_val", "sibling_module"): _SIBLING,
+    ("reduced/ttt_adapt_pass_after_export", "sibling_module"): _SIBLING,
+}
 
 
 def _sample() -> list[tuple[metamorphic.Case, str]]:
-    """Each case's first applicable rewrites, the least sampled so far tried first."""
-    used = dict.fromkeys(REWRITES, 0)
+    names = list(REWRITES)
     chosen = []
-    for case in sorted(CASES, key=lambda c: c.name):
-        files = {rel: path.read_bytes() for rel, path in case.files}
-        wanted = 2 if case.name.startswith("reduced/") else 1
-        for name in sorted(used, key=lambda n: (used[n], list(REWRITES).index(n))):
-            if wanted and REWRITES[name](files) is not None:
-                chosen.append((case, name))
-                used[name] += 1
-                wanted -= 1
+    for i, case in enumerate(sorted(CASES, key=lambda c: c.name)):
+        chosen.append((case, names[i % len(names)]))
+        if case.name.startswith("reduced/"):
+            chosen.append((case, names[(i + len(names) // 2) % len(names)]))
     return chosen
 
 
@@ -226,9 +231,7 @@ def _outcome(case: metamorphic.Case, files: dict[str, bytes], folder: Path) -> t
 def test_the_verdict_and_blocking_rules_hold_under_a_rewrite(case, rewrite, tmp_path):
     files = {rel: path.read_bytes() for rel, path in case.files}
     rewritten = REWRITES[rewrite](files)
+    if rewritten is None:
+        pytest.skip("the rewrite finds nothing to change here")
     assert metamorphic._invalid(files, rewritten) is None
     assert _outcome(case, rewritten, tmp_path / "after" / "x") == _outcome(case, files, tmp_path / "before" / "x")
-
-
-def test_the_sample_reaches_every_rewrite():
-    assert {r for _, r in SAMPLE} == set(REWRITES)
