@@ -2,9 +2,9 @@
 here, before and after, on small programs of our own), and the audit's verdict and blocking rules
 hold under the rewrites on the reduced corpus and the legality fixtures.
 
-The invariance test takes a fixed share of the pairs, so that CI's two cores can afford it: the
-k-th case (in order of name) gets the k-th rewrite, counting round `rewrites.REWRITES`, and a
-reduced case also the one half way round; a rewrite with nothing to change there is skipped. Pairs the audit does not yet
+The invariance test takes a fixed share of the pairs, so that CI's two cores can afford it: each
+case the rewrite its name's CRC-32 picks from `rewrites.REWRITES`, a reduced case also the one
+half way round from it; a rewrite with nothing to change there is skipped. Pairs the audit does not yet
 keep are listed in KNOWN, each with the mechanism it exposes; they are strict expected failures,
 so the list shrinks as the mechanisms are fixed.
 """
@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import tokenize
+import zlib
 from pathlib import Path
 
 import pytest
@@ -186,23 +187,24 @@ CASES = metamorphic.load_cases([FIXTURES / "corpus_reduced"], [FIXTURES / "legal
 _SIBLING = ("a function imported from a shipped sibling module (`from helpers import f`) is taken for a "
             "library call: the call resolves through the import table before the sibling's def is looked up, "
             "so the code behind it is never walked")
+_TABLE_LOOP = "a byte table built in a `while` loop is not read as one: only a `for` loop's body is matched as a table"
 KNOWN: dict[tuple[str, str], str] = {
-    ("fixture/byte_spread_power", "sibling_module"): _SIBLING,
-    ("fixture/gate_target_prob_from_helper_pair", "sibling_module"): _SIBLING,
-    ("fixture/prequant_epoch_diagnostic", "sibling_module"): _SIBLING,
-    ("fixture/slot_warm_start", "sibling_module"): _SIBLING,
-    ("reduced/prequant_ttt_on_val", "sibling_module"): _SIBLING,
-    ("reduced/ttt_adapt_pass_after_export", "sibling_module"): _SIBLING,
+    ("fixture/bpb_space_counted_twice", "for_to_while"): _TABLE_LOOP,
+    ("fixture/prequant_inline_helper_step", "sibling_module"): _SIBLING,
+    ("fixture/ttt_pass_after_export", "sibling_module"): _SIBLING,
+    ("reduced/etlb_bias_fitted_on_scored_windows", "sibling_module"): _SIBLING,
+    ("reduced/slot_per_window_delta", "sibling_module"): _SIBLING,
 }
 
 
 def _sample() -> list[tuple[metamorphic.Case, str]]:
     names = list(REWRITES)
     chosen = []
-    for i, case in enumerate(sorted(CASES, key=lambda c: c.name)):
-        chosen.append((case, names[i % len(names)]))
+    for case in sorted(CASES, key=lambda c: c.name):
+        k = zlib.crc32(case.name.encode())  # a case's rewrites stay its own when cases are added
+        chosen.append((case, names[k % len(names)]))
         if case.name.startswith("reduced/"):
-            chosen.append((case, names[(i + len(names) // 2) % len(names)]))
+            chosen.append((case, names[(k + len(names) // 2) % len(names)]))
     return chosen
 
 
