@@ -184,16 +184,9 @@ def test_output_that_does_not_compile_is_the_rewrites_fault():
 CASES = metamorphic.load_cases([FIXTURES / "corpus_reduced"], [FIXTURES / "legality"])
 
 # (case, rewrite) -> the mechanism the change exposes
-_SIBLING = ("a function imported from a shipped sibling module (`from helpers import f`) is taken for a "
-            "library call: the call resolves through the import table before the sibling's def is looked up, "
-            "so the code behind it is never walked")
 _TABLE_LOOP = "a byte table built in a `while` loop is not read as one: only a `for` loop's body is matched as a table"
 KNOWN: dict[tuple[str, str], str] = {
     ("fixture/bpb_space_counted_twice", "for_to_while"): _TABLE_LOOP,
-    ("fixture/prequant_inline_helper_step", "sibling_module"): _SIBLING,
-    ("fixture/ttt_pass_after_export", "sibling_module"): _SIBLING,
-    ("reduced/etlb_bias_fitted_on_scored_windows", "sibling_module"): _SIBLING,
-    ("reduced/slot_per_window_delta", "sibling_module"): _SIBLING,
 }
 
 
