@@ -140,21 +140,27 @@ def adapt_batch(model: nn.Module, adapters: DocAdapters, tokens: Tensor, docs: l
             opt.step()
 
 
-def warm_lora_pass(model: nn.Module, adapters: DocAdapters, *, seq_len: int, chunk: int, lr: float,
-            logits_fn) -> None:
-    """Run `logits_fn` at every shape the pass can meet, on random tokens (no validation data),
-    so that its compiles (the graph's, the attention kernels') all happen here, before the
-    evaluation's timer: one batch whose first document runs to every window width."""
+def warm_lora_pass(model: nn.Module, adapters: DocAdapters, *, seq_len: int, chunk: int,
+                   logits_fn) -> None:
+    """Run `logits_fn` forward and backward at every window shape the pass can meet, on random
+    tokens (no validation data), so that its compiles (the graph's, the attention kernels') all
+    happen here, before the evaluation's timer. Nothing is scored and no adapter steps."""
     device = next(model.parameters()).device
-    tokens = torch.randint(2, model.tok_emb.num_embeddings, (seq_len + chunk + 1,),
-                           generator=torch.Generator().manual_seed(0)).to(device)
-    tokens[0] = BOS_ID
+    shapes = {}  # padded width -> a window's tokens
+    for c in range(0, seq_len + chunk, chunk):
+        width, padded = window_width(c, chunk, seq_len)
+        shapes.setdefault(padded, width)
+    gen = torch.Generator().manual_seed(0)
     model.eval()
     for p in model.parameters():  # as inside the pass: the compiled graph guards on these
         p.requires_grad_(False)
-    adapt_batch(model, adapters, tokens, [(0, seq_len + chunk)], Tally.zeros(device),
-                lambda prev, tgt, pos: torch.ones_like(tgt), seq_len=seq_len, chunk=chunk,
-                lr=lr, logits_fn=logits_fn)
+    for padded, width in sorted(shapes.items()):
+        x = torch.randint(2, model.tok_emb.num_embeddings, (adapters.docs, padded), generator=gen)
+        keep = torch.arange(width - chunk, width, device=device)
+        with autocast(device):
+            logits = logits_fn(x.to(device), adapters, keep)
+        logits.float().logsumexp(-1).sum().backward()
+    adapters.zero_grad(set_to_none=True)
     for p in model.parameters():
         p.requires_grad_(True)
 

@@ -312,7 +312,7 @@ def test_after_the_warm_up_the_pass_compiles_nothing(monkeypatch):
         shapes.append(tuple(x.shape))
         return compiled(x, adapters, keep)
     adapters = DocAdapters(model, 3, 4, torch.device("cpu"))
-    doc_ttt.warm_lora_pass(model, adapters, seq_len=64, chunk=8, lr=1e-2, logits_fn=logits_fn)
+    doc_ttt.warm_lora_pass(model, adapters, seq_len=64, chunk=8, logits_fn=logits_fn)
     warmed, compiles = set(shapes), len(graphs)
     assert warmed == {(3, w) for w in (16, 32, 48, 64)}
     tokens = _tokens(n=400, doc_every=70)
