@@ -16,7 +16,7 @@ from audits.legality import judge, program
 from audits.legality.interp import Analysis
 from audits.legality.judge import Verdict
 from audits.legality.parse import ParsedScript, parse
-from audits.legality.values import VAL, Event
+from audits.legality.values import VAL, Event, at_default
 
 ENTRY = "train_gpt.py"
 # Characters of scripts the run does not import (ablations, helpers run by hand) read on top of the
@@ -107,6 +107,7 @@ def analyse_sources(sources: tuple[tuple[str, str], ...]) -> Result:
     verdicts: list[Verdict] = []
     side = _reachable(prog, analysis, [prog.roots[rel] for rel in parsed if rel not in run]) - reached
     guards = _guards(prog, analysis, list(prog.roots.values()))
+    tests = _guards(prog, analysis, list(prog.roots.values()), field="tests")
     functions = [*prog.roots.values(), *prog.all_functions]
     # a helper's pass that a caller placed after its export or training (order._placed)
     placed = {e.site.statement for fn in functions for e in analysis.summary(fn).events if e.kind == "placed"}
@@ -115,7 +116,7 @@ def analyse_sources(sources: tuple[tuple[str, str], ...]) -> Result:
         if guards.get(fn.key):  # it runs only under these settings: so does what it finds itself
             events = [dataclasses.replace(e, flags=e.flags | guards[fn.key]) for e in events]
         if fn.key in reached:
-            verdicts += judge.verdicts(events, reachable=True)
+            verdicts += _needing(judge.verdicts(events, reachable=True), tests.get(fn.key))
         elif fn.key in side:
             verdicts += judge.verdicts(events, reachable=True, side_script=True)
         else:
@@ -194,16 +195,26 @@ def _reachable(prog: program.Program, analysis: Analysis, roots) -> set[str]:
     return reached
 
 
-def _guards(prog: program.Program, analysis: Analysis, roots) -> dict[str, frozenset]:
+def _needing(verdicts: list[Verdict], tests: frozenset | None) -> list[Verdict]:
+    """Verdicts of a function every call of which needs these settings as they are by default
+    (`if h.ttt_enabled:`, on by default): they need them too."""
+    if not tests:
+        return verdicts
+    needs = tuple(at_default(tests))
+    return [dataclasses.replace(v, defaults=tuple(dict.fromkeys(v.defaults + needs))) for v in verdicts]
+
+
+def _guards(prog: program.Program, analysis: Analysis, roots, field: str = "guards") -> dict[str, frozenset]:
     """Per function reached from `roots`: the settings tests every path to it passes (a function
     called only under `if h.slot_enabled:` runs only when SLOT_ENABLED is set, also where it reads
-    validation data itself)."""
+    validation data itself); `field`: the summaries' settings tests kept (those turning a setting
+    on, or all of them)."""
     guard = {fn.key: frozenset() for fn in roots}
     todo = list(roots)
     while todo:
         fn = todo.pop()
         summary = analysis.summary(fn)
-        reached = dict(summary.guards)
+        reached = dict(getattr(summary, field))
         for cls in summary.classes:  # methods torch calls on an object made here
             info = prog.classes.get(cls)
             for method in info.methods.values() if info is not None else ():

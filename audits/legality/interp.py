@@ -43,6 +43,8 @@ class Summary:
     classes: set[str] = dataclasses.field(default_factory=set)
     # per function reached: the settings turned on (`if:NAME:1:0` flags) every place reaching it needs
     guards: dict[str, frozenset] = dataclasses.field(default_factory=dict)
+    # per function reached: every settings test (`if:NAME:need:default`) all places reaching it pass
+    tests: dict[str, frozenset] = dataclasses.field(default_factory=dict)
     # what it prints: (pattern, its longest literal, the settings tests the print runs under)
     prints: list[tuple[str, str, frozenset]] = dataclasses.field(default_factory=list)
 
@@ -228,6 +230,8 @@ class FunctionWalk:
         switches = frozenset(f for f in self.switched if f.endswith(":1:0"))
         guards = self.summary.guards
         guards[key] = guards[key] & switches if key in guards else switches
+        tests = self.summary.tests
+        tests[key] = tests[key] & self.switched if key in tests else frozenset(self.switched)
 
     def emit(self, event: Event) -> None:
         if not self.recording:

@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Callable
 
 from audits.findings import Severity
-from audits.legality.values import Event, Site, is_update, non_default
+from audits.legality.values import Event, Site, at_default, is_update, non_default
 
 FAIL, WARN, INFO = Severity.FAIL, Severity.WARN, Severity.INFO
 
@@ -30,6 +30,8 @@ class Verdict:
     detail: str = ""  # what the reading names (the call, the serializer)
     settings: tuple[str, ...] = ()  # it runs only when these settings are not their defaults
     ungated: Severity | None = None  # the severity it has when those settings are as the run set them
+    defaults: tuple[tuple[str, bool], ...] = ()  # settings it needs as they are by default: (NAME, on)
+    not_run: tuple[str, ...] = ()  # where the runs changed one of those settings
     origin: Site | None = None  # what makes it so (the key hashed from the target, the call passing val data)
     side_script: bool = False  # in a script the entry point does not run
     unreachable: bool = False  # in code the entry point never reaches
@@ -84,6 +86,9 @@ def verdicts(events: list[Event], reachable: bool, hypothetical: bool = False,
     for event in events:
         found = [v for rule in RECOGNIZERS.values() for v in rule.read(event, facts)]
         settings = non_default(event)
+        defaults = tuple(at_default(event.flags))
+        if defaults:
+            found = [dataclasses.replace(v, defaults=defaults) for v in found]
         if settings:  # not run with the default settings: a reviewer asks whether it was on
             found = [dataclasses.replace(v, severity=min(v.severity, WARN), settings=tuple(settings),
                                          ungated=v.severity) for v in found]

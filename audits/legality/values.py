@@ -177,6 +177,16 @@ def non_default(event: Event) -> list[str]:
     return out
 
 
+def at_default(flags: frozenset) -> list[tuple[str, bool]]:
+    """The settings that code under these flags needs as they are by default: (NAME, must be on)."""
+    out = []
+    for flag in sorted(f for f in flags if f.startswith("if:")):
+        _, name, need, default = flag.split(":")
+        if need == default:
+            out.append((name, need == "1"))
+    return out
+
+
 def loss_data(taint: Taint) -> Taint:
     """What an update's loss rests on: its data, per-iteration labels, forward passes, positions."""
     return frozenset(label for label in taint

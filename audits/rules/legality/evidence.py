@@ -32,9 +32,11 @@ def findings(sub, rule: str, skip: frozenset[str] = frozenset()):
     on = runsettings.turned_on(sub)
     for name, where in printed.turned_on(result.prints, sub.logs).items():
         on.setdefault(name, where)
+    off = runsettings.turned_off(sub)
     causes: dict[tuple, list] = {}
     for verdict in sorted((v for v in result.of(rule) if v.kind not in skip), key=_order):
         verdict, turned_on = _as_run(verdict, on)
+        verdict = _not_run(verdict, on, off)
         causes.setdefault(_cause(verdict), []).append((verdict, turned_on))
     for same in causes.values():
         # told from the verdict with the fewest caveats: a site both reached and not is reached
@@ -60,6 +62,18 @@ def _as_run(v, on: dict[str, str]):
     if not v.settings or len(names) != len(v.settings) or not all(n in on for n in names):
         return v, ()
     return dataclasses.replace(v, severity=v.ungated, settings=()), tuple(on[n] for n in names)
+
+
+def _not_run(v, on: dict[str, str], off: dict[str, str]):
+    """A verdict in code that needs a setting as it is by default (`if h.ttt_enabled:` with
+    TTT_ENABLED on by default), where the runs changed it (their logs or launch line set it to
+    0): that code did not run, so the verdict is a note, saying where the runs changed it."""
+    where = [off[name] if need else on[name] for name, need in v.defaults
+             if (off if need else on).get(name)]
+    if not where or v.severity == Severity.INFO:
+        return v
+    return dataclasses.replace(v, severity=Severity.INFO, detail=v.detail, settings=(),
+                               not_run=tuple(where))
 
 
 def _is_wrapper(parsed) -> bool:
@@ -111,6 +125,8 @@ def _finding(sub, result, v, turned_on=(), also=()):
     message += _notes(v)
     if turned_on:
         message += f" (the run turned it on: {'; '.join(turned_on)})"
+    if v.not_run:
+        message += f" (not run: the runs changed the setting it needs, {'; '.join(v.not_run)})"
     source = ROWS[v.rule].primary_source + (f"; contested, see {words.link}" if words.link else "")
     shipped = sub.scripts.get(named_script.rel)
     place = named.start if named else None
