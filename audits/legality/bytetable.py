@@ -22,8 +22,10 @@ import sentencepiece as spm
 
 from audits.legality import tokenmonster
 from audits.submission import read_bounded
+from trainer.challenge import CAP_BYTES
 
-LIMIT = 16_000_000  # the artifact cap: no table or tokenizer of a submission is larger
+# The artifact cap: no table or tokenizer of a submission is larger.
+LIMIT = CAP_BYTES
 MAX_ARRAYS = 64  # arrays in one .npz
 ARRAY_SUFFIXES = (".npz", ".npy")
 _BYTES = re.compile(r"bytes", re.I)  # base_bytes, bytes_per_token, token_bytes
