@@ -307,7 +307,8 @@ def markdown(pairs, per_rewrite, per_rule) -> str:
     share = f" ({100 * total['unchanged'] / total['pairs']:.1f}%)" if total["pairs"] else ""
     lines.append(f"| all | {total['pairs']} | {total['unchanged']}{share} | {total['changed']} | "
                  f"{total['not applicable']} | {total['rewrite failed']} | {total['audit failed']} |")
-    lines += ["", "| blocking rule | pairs blocking before | kept | lost | gained elsewhere |", "|---|---:|---:|---:|---:|"]
+    lines += ["", "| blocking rule | pairs blocking before | kept | lost | gained elsewhere |",
+              "|---|---:|---:|---:|---:|"]
     for rule, c in per_rule.items():
         lines.append(f"| {rule} | {c['pairs']} | {c['kept']} | {c['lost']} | {c['gained']} |")
     changed = [p for p in pairs if p["status"] == "changed"]
@@ -318,7 +319,8 @@ def markdown(pairs, per_rewrite, per_rule) -> str:
             lost = sorted(set(b["blocking"]) - set(a["blocking"]))
             gained = sorted(set(a["blocking"]) - set(b["blocking"]))
             lines.append(f"- {p['case']}, {p['rewrite']}: {b['verdict']} -> {a['verdict']}"
-                         + (f"; lost {', '.join(lost)}" if lost else "") + (f"; gained {', '.join(gained)}" if gained else ""))
+                         + (f"; lost {', '.join(lost)}" if lost else "")
+                         + (f"; gained {', '.join(gained)}" if gained else ""))
     broken = [p for p in pairs if _kind(p["status"]) in ("rewrite failed", "audit failed")]
     if broken:
         lines += ["", "Failures (a rewrite's are the harness's to fix; an audit's are the audit's):"]

@@ -20,7 +20,8 @@ def mislead(files: dict[str, bytes]) -> dict[str, bytes] | None:
 
 def _is_docstring(stmt: cst.BaseStatement) -> bool:
     return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and \
-        isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+        isinstance(stmt.body[0], cst.Expr) and \
+        isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
 
 
 class _Strip(cst.CSTTransformer):

@@ -72,7 +72,8 @@ def _assign(target: cst.BaseExpression, value: cst.BaseExpression) -> cst.Simple
 def _int(node: cst.BaseExpression) -> int | None:
     if isinstance(node, cst.Integer):
         return int(node.value, 0)
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) and isinstance(node.expression, cst.Integer):
+    if (isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus)
+            and isinstance(node.expression, cst.Integer)):
         return -int(node.expression.value, 0)
     return None
 
@@ -102,7 +103,7 @@ class _ForToWhile(cst.CSTTransformer):
                     _assign(cst.Name(k), start).with_changes(leading_lines=updated.leading_lines),
                     _assign(cst.Name(end), stop), loop])
         k = self.fresh()
-        head = cst.parse_statement(f"try:\n    pass\nexcept StopIteration:\n    break\n")
+        head = cst.parse_statement("try:\n    pass\nexcept StopIteration:\n    break\n")
         head = head.with_changes(body=cst.IndentedBlock([_assign(updated.target, cst.parse_expression(f"next({k})"))]))
         loop = cst.While(test=cst.Name("True"), body=cst.IndentedBlock([head, *body]))
         first = _assign(cst.Name(k), cst.Call(cst.Name("iter"), [cst.Arg(it)]))
@@ -187,12 +188,13 @@ class _ComprehensionToLoop(cst.CSTTransformer):
         sub = _Substitute({n: self.fresh() for n in names})
         acc = self.fresh()
         if isinstance(value, cst.DictComp):
-            init, add = "{}", _assign(cst.Subscript(cst.Name(acc), [cst.SubscriptElement(cst.Index(value.key.visit(sub)))]),
-                                      value.value.visit(sub))
+            key = cst.SubscriptElement(cst.Index(value.key.visit(sub)))
+            init, add = "{}", _assign(cst.Subscript(cst.Name(acc), [key]), value.value.visit(sub))
         else:
             call = f"{acc}.{'append' if isinstance(value, cst.ListComp) else 'add'}"
             init = "[]" if isinstance(value, cst.ListComp) else "set()"
-            add = cst.SimpleStatementLine([cst.Expr(cst.Call(cst.parse_expression(call), [cst.Arg(value.elt.visit(sub))]))])
+            append = cst.Call(cst.parse_expression(call), [cst.Arg(value.elt.visit(sub))])
+            add = cst.SimpleStatementLine([cst.Expr(append)])
         inner: cst.BaseStatement = add
         for i, c in reversed(list(enumerate(clauses))):
             for cond in reversed(c.ifs):
@@ -233,7 +235,8 @@ class _LoopToComprehension(cst.CSTTransformer):
         if i + 1 >= len(body):
             return None
         first, loop = body[i], body[i + 1]
-        if not (isinstance(first, cst.SimpleStatementLine) and len(first.body) == 1 and isinstance(first.body[0], cst.Assign)):
+        if not (isinstance(first, cst.SimpleStatementLine) and len(first.body) == 1
+                and isinstance(first.body[0], cst.Assign)):
             return None
         assign = first.body[0]
         if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name) \

@@ -30,7 +30,8 @@ def rename(files: dict[str, bytes]) -> dict[str, bytes] | None:
     mods = source.modules(files)
     if not mods:
         return None
-    wrapped = {rel: cst.MetadataWrapper(m, unsafe_skip_copy=True) for rel, m in mods.items()}  # parsed once, never changed
+    # parsed once, never changed
+    wrapped = {rel: cst.MetadataWrapper(m, unsafe_skip_copy=True) for rel, m in mods.items()}
     siblings = {_module_name(rel): rel for rel in mods}
     info = {rel: _Bindings(w, siblings) for rel, w in wrapped.items()}
     spelled = set().union(*(i.spelled for i in info.values()))

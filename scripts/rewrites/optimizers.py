@@ -51,7 +51,8 @@ def _optim_names(m: cst.Module) -> dict[str, str]:
     for stmt in m.body:
         if isinstance(stmt, cst.SimpleStatementLine):
             for s in stmt.body:
-                if isinstance(s, cst.ImportFrom) and _dotted(s.module) == "torch.optim" and not isinstance(s.names, cst.ImportStar):
+                if (isinstance(s, cst.ImportFrom) and _dotted(s.module) == "torch.optim"
+                        and not isinstance(s.names, cst.ImportStar)):
                     for alias in s.names:
                         local = alias.asname.name.value if alias.asname else alias.name.value
                         found[local] = alias.name.value
@@ -93,7 +94,8 @@ class _Swap(cst.CSTTransformer):
         else:
             func = func.with_changes(attr=cst.Name(target))
         args = [a for i, a in enumerate(updated.args)
-                if (a.keyword is None and a.star == "" and i < 2) or (a.keyword is not None and a.keyword.value in _KEPT_KEYWORDS)
+                if (a.keyword is None and a.star == "" and i < 2)
+                or (a.keyword is not None and a.keyword.value in _KEPT_KEYWORDS)
                 or a.star]
         return updated.with_changes(func=func, args=args)
 

@@ -101,7 +101,8 @@ _BUILTIN = set(dir(builtins))
 
 
 def _is_import(stmt) -> bool:
-    return isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
+    return (isinstance(stmt, cst.SimpleStatementLine)
+            and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body))
 
 
 def _is_future(stmt) -> bool:
@@ -137,7 +138,8 @@ class _Calls(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
+        name = (func.value if isinstance(func, cst.Name)
+                else func.attr.value if isinstance(func, cst.Attribute) else None)
         if name not in _SIMPLE_CALLS:
             self.other = True
 

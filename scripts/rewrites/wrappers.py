@@ -20,7 +20,7 @@ def lzma_b85(files: dict[str, bytes]) -> dict[str, bytes] | None:
 def zlib_b85(files: dict[str, bytes]) -> dict[str, bytes] | None:
     def wrap(text: str) -> bytes:
         payload = base64.b85encode(zlib.compress(text.encode("utf-8"), 9)).decode("ascii")
-        return f'import zlib,base64\nexec(zlib.decompress(base64.b85decode("{payload}")))\n'.encode("utf-8")
+        return f'import zlib,base64\nexec(zlib.decompress(base64.b85decode("{payload}")))\n'.encode()
     return _each(files, wrap)
 
 
@@ -36,7 +36,7 @@ def linecache_exec(files: dict[str, bytes]) -> dict[str, bytes] | None:
                 f"S=L.decompress(B.b85decode('{payload}'),format=L.FORMAT_RAW,filters=[{{'id':L.FILTER_LZMA2}}]).decode()\n"
                 "F=__file__+'.__decompressed__.py'\n"
                 "C.cache[F]=(len(S),None,S.splitlines(True),F)\n"
-                "exec(compile(S,F,'exec'))\n").encode("utf-8")
+                "exec(compile(S,F,'exec'))\n").encode()
     return _each(files, wrap)
 
 
