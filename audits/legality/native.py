@@ -140,24 +140,68 @@ def _c_loop(source: Source, code: str, v: str, body: str, offset: int, mixture: 
         return []
     line = _line_of(source, code, offset)
     hits = []
+    last_call: dict[str, int] = {}  # token: where the last call that is passed it starts
     for m in re.finditer(r"\bif\s*\(", body):
         cond_end = _matching(body, m.end() - 1, "(", ")")
         if cond_end < 0 or not _mentions(body[m.end():cond_end], looked_up):
             continue
         block_end = _block_end(body, cond_end)
-        writes = re.findall(rf"(\w+)\s*\[\s*{re.escape(v)}\s*\]\s*=(?!=)", body[cond_end:block_end])
+        writes = re.findall(rf"\b(\w+)\s*\[\s*{re.escape(v)}\s*\]\s*=(?!=)", body[cond_end:block_end])
         token = looked_up[_mentions(body[m.end():cond_end], looked_up)]
-        consumed = re.search(rf"\b\w+\s*\([^;]*\b{re.escape(token)}\b", body[block_end:])
-        if writes and consumed:
+        if token not in last_call:
+            last_call[token] = _last_call_passing(body, token)
+        if writes and block_end <= last_call[token]:
             hit = _hit(source, "gate", line(m.start()), line(tokens[token]), "C")
             hits.append(dataclasses.replace(hit, outputs=tuple(dict.fromkeys(writes))))
     if mixture:
-        spread = (r"([^;{}=]*\b\w+\s*\[\s*" + re.escape(v)
-                  + r"\s*\][^;{}=/]*)/\s*(?:\([\w\s]+\)\s*)?(\w+)")
-        for m in re.finditer(spread, body):
-            if m.group(2) in looked_up and not _mentions(m.group(1), looked_up):
-                hits.append(_hit(source, "spread", line(m.start(2)), line(tokens[looked_up[m.group(2)]]), "C"))
+        for before, divisor, at in _divisions(body, v):
+            if divisor in looked_up and not _mentions(before, looked_up):
+                hits.append(_hit(source, "spread", line(at), line(tokens[looked_up[divisor]]), "C"))
     return hits
+
+
+_STATEMENT_PART = re.compile(r"[^;{}=]+")
+_DIVISOR = re.compile(r"/\s*(?:\([\w\s]+\)\s*)?(\w+)")  # `/ n`, `/ (float) n`
+_CALL = re.compile(r"\b\w+\s*\(")
+
+
+def _divisions(body: str, v: str):
+    """(text before the `/`, divisor, its offset) for a value read at position `v` then divided, at
+    most one per run of text free of `;{}=`: the last `x[v]` whose first `/` after it, in that
+    run, is followed by a divisor. One pass per run; the single pattern that found these
+    (`[^;{}=]*\\b\\w+\\s*\\[v\\][^;{}=/]*/...`) was tried from every place and took time
+    quadratic in a long run."""
+    at_position = re.compile(rf"\b\w+\s*\[\s*{re.escape(v)}\s*\]")
+    for part in _STATEMENT_PART.finditer(body):
+        start, end = part.span()
+        divided: dict[int, re.Match | None] = {}  # the first `/` after a read: its divisor
+        for read_end in reversed([m.end() for m in at_position.finditer(body, start, end)]):
+            slash = body.find("/", read_end, end)
+            if slash < 0:
+                continue
+            if slash not in divided:
+                divided[slash] = _DIVISOR.match(body, slash, end)
+            if divided[slash] is not None:
+                yield body[start:slash], divided[slash].group(1), divided[slash].start(1)
+                break
+
+
+def _last_call_passing(body: str, token: str) -> int:
+    """Where the last call `f(... token` in the body starts (-1 if none): a call whose `(` comes
+    before a whole-word `token` with no `;` between them. A pattern searched from each `if` took
+    time quadratic in the length of a statement."""
+    word = re.compile(rf"\b{re.escape(token)}\b")
+    last = -1
+    for part in re.finditer(r"[^;]+", body):
+        start, end = part.span()
+        uses = [m.start() for m in word.finditer(body, start, end)]
+        if not uses:
+            continue
+        for call in _CALL.finditer(body, start, end):
+            if call.end() > uses[-1]:
+                break
+            last = call.start()
+    return last
 
 
 def _assignments(body: str) -> list[tuple[str, str, int]]:

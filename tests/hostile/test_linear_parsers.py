@@ -73,3 +73,48 @@ def test_the_c_readers_assignments_are_those_of_the_pattern_it_replaced(body):
     from audits.legality import native
     expected = [(m.group(1), m.group(2), m.start()) for m in _REFERENCE.finditer(body)]
     assert native._assignments(body) == expected
+
+
+# The C reader's division and call patterns, each tried from every place: their answers on small
+# bodies are the reference for the one-pass readers that replaced them.
+_C_PIECES = ["a", "i", "n", "x[i]", "x[ i ]", "[", "]", " ", "\n", "/", "(", ")", "(float)", ";", "{",
+             "}", "=", "f(", "+", ",", "1"]
+
+
+@settings(max_examples=1500, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.sampled_from(_C_PIECES), max_size=30).map("".join))
+def test_the_c_readers_divisions_are_those_of_the_pattern_it_replaced(body):
+    from audits.legality import native
+    old = r"([^;{}=]*\b\w+\s*\[\s*i\s*\][^;{}=/]*)/\s*(?:\([\w\s]+\)\s*)?(\w+)"
+    expected = [(m.group(1), m.group(2), m.start(2)) for m in re.finditer(old, body)]
+    assert list(native._divisions(body, "i")) == expected
+
+
+@settings(max_examples=1500, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.sampled_from(_C_PIECES), max_size=30).map("".join))
+def test_the_c_readers_calls_are_those_of_the_pattern_it_replaced(body):
+    from audits.legality import native
+    last = native._last_call_passing(body, "n")
+    for cut in [0] + [k + 1 for k, ch in enumerate(body) if ch in ";}"]:  # a statement's or block's end
+        expected = re.search(r"\b\w+\s*\([^;]*\bn\b", body[cut:]) is not None
+        assert (cut <= last) == expected
+
+
+_C_LOOP_SCRIPT = """
+import sys
+from audits.legality import native
+run, size = sys.argv[1], int(sys.argv[2])
+code = "for (i = 0; i < n; i++) { t = x[i]; b = w[t]; if (b > 0) { y[i] = 1; } " + run * (size // len(run)) + " }"
+source = native.Source("k.c", code, 1, "train_gpt.py")
+print(len(native._c_loop(source, code, "i", code[code.index("{"):], code.index("{"), True)))
+"""
+
+
+def test_a_long_c_statement_is_read_in_linear_time():
+    """A 300 KB statement in a loop that reads a token (minutes before): the division pattern
+    scanned the rest of the statement from every place, the call pattern from every `f(`."""
+    for run in ("a ", "x[i] ", "f(", "a/"):
+        done = subprocess.run([sys.executable, "-c", _C_LOOP_SCRIPT, run, "300000"],
+                              capture_output=True, text=True, timeout=GUARD_S)
+        assert done.returncode == 0, (run, done.stderr[-2000:])
+        assert int(done.stdout) >= 0
