@@ -32,10 +32,12 @@ _LOADS = re.compile(r"(?m)^[^#\n]*\b(CDLL|PyDLL|cdll\.LoadLibrary|LoadLibrary|ff
 _TRIPLE = re.compile(r"('''|\"\"\")(.*?)\1", re.S)
 _ASSIGN = re.compile(r"(?<![\w\]\.>=!<])(\w+)\s*=(?!=)\s*")
 _C_KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "else", "do"}
-# A mixture of two probabilities: a sum of exponentials (log-sum-exp), logaddexp, log1p(exp(..)),
-# or a weight and its complement (`1 - lam`).
-_MIXTURE = re.compile(r"\bexp\s*\([^;\n]*\)\s*\+\s*(?:\w+\.)?exp\s*\(|logaddexp|log1p\s*\(\s*(?:\w+\.)?exp\s*\(|"
-                      r"\(\s*1(?:\.0*)?\s*-\s*\w+\s*\)")
+# A mixture of two probabilities: a sum of exponentials (log-sum-exp, `_has_mixture`), logaddexp,
+# log1p(exp(..)), or a weight and its complement (`1 - lam`).
+_MIXTURE = re.compile(r"logaddexp|log1p\s*\(\s*(?:\w+\.)?exp\s*\(|\(\s*1(?:\.0*)?\s*-\s*\w+\s*\)")
+_EXP_CALL = re.compile(r"\bexp\s*\(")
+_PLUS_EXP = re.compile(r"\)\s*\+\s*(?:\w+\.)?exp\s*\(")
+_STATEMENT_END = re.compile(r"[;\n]")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,11 +88,32 @@ def _embedded(source: str) -> list[tuple[int, str]]:
 
 def read_native(source: Source) -> list[Hit]:
     code = _blank_comments_and_strings(source.text)
-    mixture = bool(_MIXTURE.search(code))
+    mixture = _has_mixture(code)
     hits = []
     for var, body, start in _c_loops(code):
         hits += _c_loop(source, code, var, body, start, mixture)
     return hits
+
+
+def _has_mixture(text: str) -> bool:
+    """Whether `text` mixes two probabilities. A sum of exponentials is `exp(..) + exp(` within one
+    statement line: found in one pass over the `exp(` calls, the `) + exp(` joins and the `;` and
+    newlines between them (the pattern `exp\\s*\\([^;\\n]*\\)...` retried the rest of the line
+    from every `exp(`, quadratic in a long line)."""
+    if _MIXTURE.search(text):
+        return True
+    events = sorted([(m.end(), 0) for m in _EXP_CALL.finditer(text)]
+                    + [(m.start(), 1) for m in _STATEMENT_END.finditer(text)]
+                    + [(m.start(), 2) for m in _PLUS_EXP.finditer(text)])
+    call_open = False  # an `exp(` opened since the last `;` or newline
+    for _, kind in events:
+        if kind == 0:
+            call_open = True
+        elif kind == 1:
+            call_open = False
+        elif call_open:
+            return True
+    return False
 
 
 def _blank_comments_and_strings(text: str) -> str:
@@ -297,7 +320,7 @@ def read_python(rel: str, source: str) -> list[Hit]:
     for fn in ast.walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        if not _MIXTURE.search("\n".join(lines[fn.lineno - 1:fn.end_lineno])):
+        if not _has_mixture("\n".join(lines[fn.lineno - 1:fn.end_lineno])):
             continue
         for loop in ast.walk(fn):
             if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name):

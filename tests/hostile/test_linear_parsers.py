@@ -118,3 +118,35 @@ def test_a_long_c_statement_is_read_in_linear_time():
                               capture_output=True, text=True, timeout=GUARD_S)
         assert done.returncode == 0, (run, done.stderr[-2000:])
         assert int(done.stdout) >= 0
+
+
+# The mixture pattern the native reader used: its answers, on small texts, are the reference.
+_MIXTURE_REFERENCE = re.compile(r"\bexp\s*\([^;\n]*\)\s*\+\s*(?:\w+\.)?exp\s*\(|logaddexp|"
+                                r"log1p\s*\(\s*(?:\w+\.)?exp\s*\(|\(\s*1(?:\.0*)?\s*-\s*\w+\s*\)")
+
+
+@settings(max_examples=2000, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.sampled_from(["exp", "exp(", "exp (", "np.", "a", "x1", " ", "\n", ";", "(", ")",
+                                 "+", ") + exp(", "log1p(", "1 - lam", "(1", "-", ".", "logaddexp"]),
+                max_size=30).map("".join))
+def test_the_native_readers_mixtures_are_those_of_the_pattern_it_replaced(text):
+    from audits.legality import native
+    assert native._has_mixture(text) == (_MIXTURE_REFERENCE.search(text) is not None)
+
+
+_MIXTURE_SCRIPT = """
+import sys
+from audits.legality import native
+run, size = sys.argv[1], int(sys.argv[2])
+print(int(native._has_mixture(run * (size // len(run)))))
+"""
+
+
+def test_a_long_line_of_exponentials_is_read_in_linear_time():
+    """A 300 KB line of `exp(` calls with no join (hours before: the pattern scanned the rest of
+    the line from every `exp(`), and the same with a join at its end."""
+    for run, expected in (("exp(a) ", "0"), ("exp(a) " * 50 + ") + exp(", "1")):
+        done = subprocess.run([sys.executable, "-c", _MIXTURE_SCRIPT, run, "300000"],
+                              capture_output=True, text=True, timeout=GUARD_S)
+        assert done.returncode == 0, (run, done.stderr[-2000:])
+        assert done.stdout.strip() == expected
