@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -140,13 +141,21 @@ def test_with_gpus_the_bundle_holds_what_the_settings_switch_on(data_dir, tmp_pa
                                                                 settings, holds):
     """The launch and the hardware are the boundary: the run folder's train_gpt.py is what would
     run, the record bundle of these settings."""
-    import subprocess
-
     import pgolf_cli.train_cmd
     launched = []
+
+    class Launch:  # the run that would start: recorded, its (empty) log written, finished at once
+        stdout = None
+
+        def __init__(self, cmd, env, **kwargs):
+            launched.append(cmd)
+            (Path(env["OUT_DIR"]) / "train.log").write_text("")
+
+        def wait(self):
+            return 0
+
     monkeypatch.setattr(pgolf_cli.train_cmd, "_gpu_count", lambda: 1)
-    monkeypatch.setattr(pgolf_cli.train_cmd.subprocess, "run",
-                        lambda cmd, env: launched.append(cmd) or subprocess.CompletedProcess(cmd, 0))
+    monkeypatch.setattr(pgolf_cli.train_cmd.subprocess, "Popen", Launch)
     result = run("--preset", "tiny", "--data-dir", str(data_dir), *settings, "--nproc", "1",
                  "--out", str(tmp_path / "r"))
     assert result.exit_code == 0, result.output
