@@ -174,12 +174,19 @@ def test_ctrl_c_stops_a_run_with_status_130_and_the_log_says_so(data_dir, tmp_pa
         [sys.executable, "-m", "pgolf_cli", "train", "--preset", "tiny", "--data-dir", str(data_dir),
          "--out", str(out), "--set", "ITERATIONS=100000", "--no-bundle"],
         env={**env, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, start_new_session=True)
+        text=True, start_new_session=True,
+        # a shell's background job starts with SIGINT ignored, and a child inherits that
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     for line in proc.stdout:  # wait for training to be under way
         if line.startswith("step:"):
             break
     os.killpg(proc.pid, signal.SIGINT)
-    _, err = proc.communicate()
+    try:
+        _, err = proc.communicate(timeout=600)  # a guard against a run that ignores Ctrl-C
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
     assert proc.returncode == 130
     assert "pgolf: training interrupted" in err and "Traceback" not in err
     assert "stopped: interrupted (Ctrl-C)" in (out / "train.log").read_text(encoding="utf-8")
