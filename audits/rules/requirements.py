@@ -70,7 +70,7 @@ def missing_requirement(sub, options):
                         + (", at module level: the script fails on import" if blocks else ""),
                         severity=Severity.FAIL if blocks else None, file=rel, line=line,
                         evidence=(source.splitlines()[line - 1].strip() if line <= len(source.splitlines()) else ""),
-                        hint=f"Add `{dist}` to the folder's requirements.txt.")
+                        hint=f"Add `{dist}` to the folder's requirements.txt.", via=script.via(line))
 
 
 def _module_level_lines(source: str) -> set[int]:

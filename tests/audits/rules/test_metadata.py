@@ -4,6 +4,7 @@ import hashlib
 import json
 
 from audits import api
+from audits.submission import codesize
 from audits.context import AuditOptions, Baseline
 from audits.report import report_dict
 from support import audit_findings, by_rule, good_folder_files, record_log, submission_json, write_folder
@@ -209,6 +210,15 @@ def test_missing_requirement(tmp_path):
     ok = audit_findings(folder(tmp_path / "ok", **{"train_gpt.py": script, "helper.py": "x = 1\n",
                                                    "requirements.txt": "# extras\nBrotli>=1.1\n"}))
     assert by_rule(ok, "MISSING_REQUIREMENT") == []
+
+
+def test_a_missing_requirement_in_a_wrapper_names_the_line_of_its_payload(tmp_path):
+    # the line is the payload's (the shipped wrapper has two), and the finding says so
+    script = "import os\n\n\ndef compress(b):\n    import brotli\n    return brotli.compress(b)\n"
+    f = by_rule(audit_findings(folder(tmp_path, **{"train_gpt.py": codesize.wrap(script)})),
+                "MISSING_REQUIREMENT", "WARN")
+    assert [(x.file, x.line) for x in f] == [("train_gpt.py", 5)]
+    assert f[0].via is not None and f[0].via.startswith("line 5 of the source unwrapped from train_gpt.py")
 
 
 def test_an_ablation_rerun_of_a_seed_is_not_averaged_into_the_headline(tmp_path):
