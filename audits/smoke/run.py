@@ -26,7 +26,6 @@ import secrets
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -39,7 +38,6 @@ _COPY_LIMIT = 64 * 2**20  # files larger than this (checkpoints, data) are not c
 _RESULT_LIMIT = 2**20
 _TAIL = 2000
 _PREFIX = "pgolf-smoke-"
-_SUFFIX = ".flock"  # locked while its run lives; an older pgolf's folders, never locked, lack it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,14 +98,8 @@ def run_smoke(sub: Submission, options, *, sandbox: Sandbox | None = None,
     result.not_imported = guard.starts_on_import(script.source)
     if result.not_imported is None:
         before = snapshot.folder_state(sub.root, _COPY_LIMIT)
-        parent = Path(tempfile.gettempdir())
-        tempdirs.remove_stale(parent, _PREFIX + "*" + _SUFFIX)  # left by a killed run
-        tmp, lock = tempdirs.make(_PREFIX, suffix=_SUFFIX, parent=parent)
-        try:
-            with tempdirs.sigterm_unwinds():
-                _run_child(tmp.resolve(), sub, script, result, options.smoke_forward)
-        finally:
-            tempdirs.release(tmp, lock)
+        with tempdirs.locked(_PREFIX) as tmp:
+            _run_child(tmp.resolve(), sub, script, result, options.smoke_forward)
         after = snapshot.folder_state(sub.root, _COPY_LIMIT)
         result.folder_changes = sorted(rel for rel in set(before) | set(after) if before.get(rel) != after.get(rel))
     return result
