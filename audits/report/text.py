@@ -7,6 +7,7 @@ from audits.engine import AuditReport
 from audits.findings import Severity
 from audits.registry import CHECKS, LEVELS, PASS, selected
 from audits.report import neutral
+from audits.report.neutral import one_line
 from audits.submission import runs
 
 
@@ -55,16 +56,16 @@ def render_text(report: AuditReport, detail: str = "normal") -> str:
         sub = r.submission
         if not quiet:
             out.append("")
-        out.append(line(str(sub.root)))
+        out.append(one_line(str(sub.root)))
         if not quiet:
             out.append(f"  track: {sub.track} ({sub.track_origin})")
         deciding = r.deciding(o.strict)
         out.append(f"  verdict: {r.verdict(o.strict)}" + (
-            f" ({deciding.rule}{' at ' + line(deciding.location()) if deciding.location() else ''})"
+            f" ({deciding.rule}{' at ' + one_line(deciding.location()) if deciding.location() else ''})"
             if deciding else ""))
         if sub.logs and not quiet:
             out.append("")
-            out.extend(line("  " + row) for row in _columns(seed_table(sub)))
+            out.extend(one_line("  " + row) for row in _columns(seed_table(sub)))
         if not quiet:
             out.append("")
         for f in r.findings:
@@ -72,19 +73,19 @@ def render_text(report: AuditReport, detail: str = "normal") -> str:
                 continue
             where = f" {f.location()}" if f.location() else ""
             waived = f" [waived: {f.waived}]" if f.waived else ""
-            out.append(line(f"  {f.severity} {f.rule}{where}: {f.message}{waived}"))
+            out.append(one_line(f"  {f.severity} {f.rule}{where}: {f.message}{waived}"))
             if quiet:
                 continue
             if f.via:
-                out.append(line(f"       via: {f.via}"))
-            if f.evidence:
+                out.append(one_line(f"       via: {f.via}"))
+            if f.evidence:  # the one field that spans lines, each indented
                 out.append("       evidence: " + f.evidence.replace("\n", "\n" + " " * 17))
             if f.hint and f.severity > 0:
-                out.append(line(f"       fix: {f.hint}"))
+                out.append(one_line(f"       fix: {f.hint}"))
             if verbose and f.source:
-                out.append(line(f"       source: {f.source}"))
+                out.append(one_line(f"       source: {f.source}"))
         for error in r.errors:
-            out.append(line(f"  ERROR {error}"))
+            out.append(one_line(f"  ERROR {error}"))
         if verbose:
             out.append("  nothing to report: " + (", ".join(quiet_rules(r, o)) or "-"))
         if not quiet:
@@ -124,10 +125,4 @@ def finding_lines(sub, indent: str, explanations: dict[str, str] | None = None) 
         elif f.hint:
             out.append(f"{indent}     fix: {f.hint}")
     out += [f"{indent}ERROR {error}" for error in sub.errors]
-    return [line(text) for text in out]
-
-
-def line(text: str) -> str:
-    """One line of the report: a newline or control character from a submission is escaped, so
-    nothing it writes starts a line of its own. (Evidence alone spans lines, each indented.)"""
-    return neutral.one_line(text)
+    return [one_line(text) for text in out]
