@@ -19,6 +19,7 @@ from pathlib import Path
 import click
 
 from pgolf_cli.errors import PgolfError
+from trainer.challenge import CAP_BYTES
 from trainer.config import (PRESETS, env_name, fields, format_value, load_config,
                             record_settings)
 from trainer.errors import TrainerError
@@ -139,7 +140,7 @@ def closing_summary(out_dir: Path) -> str:
         lines.append(f"  {phase.name}: val_bpb {phase.val_bpb:.4f} ({phase.eval_time_ms / 1000:.1f} s)")
     artifact = log.artifact_bytes
     if artifact is not None:
-        lines.append(f"  artifact: {int(artifact.value):,} bytes (the cap is 16,000,000)")
+        lines.append(f"  artifact: {int(artifact.value):,} bytes (the cap is {CAP_BYTES:,})")
     lines.append(f"next: pgolf package {out_dir} ... --name NAME --author NAME --github-id ID "
                  "(with the other seeds' run folders)")
     return "\n".join(lines) + "\n"
