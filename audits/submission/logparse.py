@@ -193,13 +193,6 @@ class ParsedLog:
         return self.steps[-1].step if self.steps else None
 
     @property
-    def step_avg_ms(self) -> float | None:
-        t, n = self.train_time_ms, self.step_count
-        if t is None or not n:
-            return None
-        return float(t.value) / n
-
-    @property
     def artifact_bytes(self) -> Value | None:
         """The log's own total for the compressed artifact (the last total that names a method)."""
         named = [value for method, value in self.totals if method]

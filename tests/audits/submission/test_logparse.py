@@ -167,7 +167,7 @@ LOG_LINES = st.sampled_from([
 @given(st.lists(st.one_of(LOG_LINES, st.text(max_size=80)), max_size=40))
 def test_parser_never_raises_on_mixed_lines(lines):
     log = parse_log("\n".join(lines), "fuzz.log")
-    log.score, log.eval_time_ms, log.train_time_ms, log.artifact_bytes, log.step_avg_ms  # noqa: B018
+    log.score, log.eval_time_ms, log.train_time_ms, log.artifact_bytes, log.step_count  # noqa: B018
 
 
 @settings(max_examples=200, deadline=None)
