@@ -105,7 +105,7 @@ def time_pass(cfg, tokens, phase_docs: int, work: int, *, compiled: bool) -> Non
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     warm_lora_pass(model, adapters, seq_len=cfg.eval_seq_len, chunk=cfg.ttt_lora_chunk_tokens,
-            logits_fn=logits_fn or model.forward_logits)
+                   logits_fn=logits_fn or model.forward_logits)
     torch.cuda.synchronize()
     print(f"lora_ttt warmup seconds:{time.perf_counter() - t0:.1f}", flush=True)
     torch.cuda.reset_peak_memory_stats()

@@ -125,7 +125,7 @@ def _lora_pass(cfg, model: nn.Module, device: torch.device, log) -> tuple:
     if device.type == "cuda" and cfg.compile:  # as _scoring_fn: compiled
         t0 = _clock(device)
         warm_lora_pass(model, adapters, seq_len=cfg.eval_seq_len, chunk=cfg.ttt_lora_chunk_tokens,
-                logits_fn=logits_fn)
+                       logits_fn=logits_fn)
         log(f"ttt_lora:warmup {_clock(device) - t0:.1f}s (random tokens, before the evaluation timer)")
     return logits_fn, adapters
 
