@@ -16,6 +16,7 @@ predict: the target. Two readings follow:
 from __future__ import annotations
 
 import ast
+import bisect
 import dataclasses
 import functools
 import re
@@ -26,6 +27,7 @@ NATIVE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu", ".h", ".hpp")
 SOURCE_LIMIT = 1_000_000  # characters of one native source read
 MAX_SOURCES = 16
 MAX_LOOPS = 2_000  # loops read per source
+MAX_LOOP_TEXT = 2 * SOURCE_LIMIT  # characters of their bodies read per source
 # Python that loads native code: ctypes, cffi, torch's extension builders.
 _LOADS = re.compile(r"(?m)^[^#\n]*\b(CDLL|PyDLL|cdll\.LoadLibrary|LoadLibrary|ffi\.dlopen|ffi\.verify|"
                     r"load_inline|cpp_extension\.load)\s*\(")
@@ -117,44 +119,73 @@ def _has_mixture(text: str) -> bool:
 
 
 def _blank_comments_and_strings(text: str) -> str:
-    """The C text with comments and literals blanked, newlines kept (lines stay where they are)."""
-    pattern = re.compile(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
-    return pattern.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+    """The C text with comments and literals blanked, newlines kept (lines stay where they are).
+    A comment or literal left open is blanked to the end (the pattern looked for its end from
+    every `/*` or quote, quadratic in a text of unclosed ones)."""
+    return _COMMENT_OR_LITERAL.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
 
 
-def _matching(code: str, at: int, open_: str, close: str) -> int:
-    """The index just past the bracket that closes the one at `at`, or -1."""
-    depth = 0
-    for i in range(at, min(len(code), at + SOURCE_LIMIT)):
-        if code[i] == open_:
-            depth += 1
-        elif code[i] == close:
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return -1
+# A literal left open runs to its line's end, as a comment left open runs to the text's end
+_COMMENT_OR_LITERAL = re.compile(r"//[^\n]*|/\*(?:.*?\*/|.*)|\"(?:\\.|[^\"\\\n])*\"?|'(?:\\.|[^'\\\n])*'?",
+                                 re.S)
 
 
 def _c_loops(code: str):
-    """(loop variable, body, body offset) of each `for (v = ...; ...)` loop."""
+    """(loop variable, body, body offset) of each `for (v = ...; ...)` loop, at most MAX_LOOPS,
+    and no more once the bodies read add up to MAX_LOOP_TEXT characters (nested loops read the
+    same text again)."""
+    brackets = _Brackets(code)
+    read = 0
     for n, m in enumerate(re.finditer(r"\bfor\s*\(", code)):
-        if n >= MAX_LOOPS:
+        if n >= MAX_LOOPS or read >= MAX_LOOP_TEXT:
             return
-        header_end = _matching(code, m.end() - 1, "(", ")")
+        header_end = brackets.close(m.end() - 1)
         if header_end < 0:
             continue
         init = code[m.end():header_end - 1].split(";", 1)[0]
         var = re.search(r"(\w+)\s*=(?!=)", init)
-        brace = re.match(r"\s*\{", code[header_end:])
+        brace = _OPEN_BRACE.match(code, header_end)
         if var is None or brace is None:
             continue
-        start = header_end + brace.end() - 1
-        end = _matching(code, start, "{", "}")
+        start = brace.end() - 1
+        end = brackets.close(start)
         if end > 0:
+            read += end - start
             yield var.group(1), code[start:end], start
 
 
+class _Brackets:
+    """Where the bracket that closes each `(` and `{` of a text is, found in one pass: the
+    readers ask for many, and scanning ahead from each took time quadratic in nested code."""
+
+    def __init__(self, text: str):
+        self._closes: dict[int, int] = {}  # an opening bracket's index: the index just past its close
+        stacks: dict[str, list[int]] = {"(": [], "{": []}
+        for m in re.finditer(r"[(){}]", text):
+            ch = m.group()
+            if ch in stacks:
+                stacks[ch].append(m.start())
+            else:
+                stack = stacks["(" if ch == ")" else "{"]
+                if stack:
+                    self._closes[stack.pop()] = m.end()
+
+    def close(self, at: int) -> int:
+        """The index just past the bracket that closes the one at `at`, or -1."""
+        return self._closes.get(at, -1)
+
+
+_OPEN_BRACE = re.compile(r"\s*\{")
+_ELSE = re.compile(r"\s*else\s+if\s*\(|\s*else\b")
+_IF = re.compile(r"\bif\s*\(")
+_WORD = re.compile(r"\b\w+\b")
+_OUTPUTS_READ = 16  # writes read under one branch; past them it is never taken as silenced
+
+
 def _c_loop(source: Source, code: str, v: str, body: str, offset: int, mixture: bool) -> list[Hit]:
+    """The gates and spreads of one loop over positions `v`. Each piece of the body is found once
+    (brackets, statement ends, names, writes) and each branch looked up in them: slicing the
+    body at every `if` took time quadratic in nested and long bodies."""
     assigns = [a for a in _assignments(body) if a[0] not in _C_KEYWORDS]
     at_position = re.compile(rf"^(?:\([^()]*\)\s*)?\w+\s*\[\s*{re.escape(v)}\s*\]\s*$")
     tokens = {name: pos for name, rhs, pos in assigns if at_position.match(rhs.strip())}
@@ -163,19 +194,28 @@ def _c_loop(source: Source, code: str, v: str, body: str, offset: int, mixture: 
         return []
     line = _line_of(source, code, offset)
     hits = []
-    last_call: dict[str, int] = {}  # token: where the last call that is passed it starts
-    for m in re.finditer(r"\bif\s*\(", body):
-        cond_end = _matching(body, m.end() - 1, "(", ")")
-        if cond_end < 0 or not _mentions(body[m.end():cond_end], looked_up):
+    last_call = _last_calls_passing(body, set(looked_up.values()))  # token: where the last call passed it starts
+    ends = _BlockEnds(body)
+    mentions = [(m.start(), m.group()) for m in _WORD.finditer(body) if m.group() in looked_up]
+    mention_at = [at for at, _ in mentions]
+    writes = [(m.start(), m.group(1)) for m in
+              re.finditer(rf"\b(\w+)\s*\[\s*{re.escape(v)}\s*\]\s*=(?!=)", body)]
+    write_at = [at for at, _ in writes]
+    for m in _IF.finditer(body):
+        cond_end = ends.brackets.close(m.end() - 1)
+        first = bisect.bisect_left(mention_at, m.end())
+        if cond_end < 0 or first == len(mentions) or mention_at[first] >= cond_end:
             continue
-        block_end = _block_end(body, cond_end)
-        writes = re.findall(rf"\b(\w+)\s*\[\s*{re.escape(v)}\s*\]\s*=(?!=)", body[cond_end:block_end])
-        token = looked_up[_mentions(body[m.end():cond_end], looked_up)]
-        if token not in last_call:
-            last_call[token] = _last_call_passing(body, token)
-        if writes and block_end <= last_call[token]:
+        block_end = ends.of(cond_end)
+        # a write never spans the `)` before the block or the `;` or `}` that ends it
+        low, high = bisect.bisect_left(write_at, cond_end), bisect.bisect_left(write_at, block_end)
+        token = looked_up[mentions[first][1]]
+        if low < high and block_end <= last_call.get(token, -1):
+            outputs = [name for _, name in writes[low:min(high, low + _OUTPUTS_READ)]]
+            if high - low > _OUTPUTS_READ:
+                outputs.append("")  # no channel's name: the reading is never silenced
             hit = _hit(source, "gate", line(m.start()), line(tokens[token]), "C")
-            hits.append(dataclasses.replace(hit, outputs=tuple(dict.fromkeys(writes))))
+            hits.append(dataclasses.replace(hit, outputs=tuple(dict.fromkeys(outputs))))
     if mixture:
         for before, divisor, at in _divisions(body, v):
             if divisor in looked_up and not _mentions(before, looked_up):
@@ -209,21 +249,22 @@ def _divisions(body: str, v: str):
                 break
 
 
-def _last_call_passing(body: str, token: str) -> int:
-    """Where the last call `f(... token` in the body starts (-1 if none): a call whose `(` comes
-    before a whole-word `token` with no `;` between them. A pattern searched from each `if` took
-    time quadratic in the length of a statement."""
-    word = re.compile(rf"\b{re.escape(token)}\b")
-    last = -1
+def _last_calls_passing(body: str, tokens) -> dict[str, int]:
+    """For each of `tokens`, where the last call `f(... token` in the body starts (absent if none):
+    a call whose `(` comes before a whole-word `token` with no `;` between them. One pass for all
+    tokens: a pattern searched from each `if`, then a pass per token, took time quadratic in the
+    length of a statement or in the number of tokens."""
+    last: dict[str, int] = {}
     for part in re.finditer(r"[^;]+", body):
         start, end = part.span()
-        uses = [m.start() for m in word.finditer(body, start, end)]
-        if not uses:
+        used = {m.group(): m.start() for m in _WORD.finditer(body, start, end) if m.group() in tokens}
+        if not used:
             continue
-        for call in _CALL.finditer(body, start, end):
-            if call.end() > uses[-1]:
-                break
-            last = call.start()
+        calls = [(m.end(), m.start()) for m in _CALL.finditer(body, start, end)]
+        for token, use in used.items():  # the last call whose `(` is at or before the last use
+            k = bisect.bisect_right(calls, (use, len(body)))
+            if k:
+                last[token] = calls[k - 1][1]
     return last
 
 
@@ -258,16 +299,18 @@ def _assignments(body: str) -> list[tuple[str, str, int]]:
 
 
 def _derived(assigns, tokens: dict[str, int]) -> dict[str, str]:
-    """Names computed from a table looked up at a position's token, each with that token's name."""
+    """Names computed from a table looked up at a position's token, each with that token's name
+    (the first token, in the order they are read, that the value indexes a table with)."""
+    order = {token: k for k, token in enumerate(tokens)}
+    names = list(tokens)
     out: dict[str, str] = {}
     for _ in range(4):  # a few steps of propagation: nb = len + (space ? 1 : 0)
         for name, rhs, _pos in assigns:
             if name in tokens or name in out:
                 continue
-            for token in tokens:
-                if re.search(rf"\w+\s*\[\s*{re.escape(token)}\s*\]", rhs):
-                    out[name] = token
-                    break
+            indexed = [order[w] for w in _INDEXED.findall(rhs) if w in order]
+            if indexed:
+                out[name] = names[min(indexed)]
             else:
                 hit = _mentions(rhs, out)
                 if hit:
@@ -275,34 +318,75 @@ def _derived(assigns, tokens: dict[str, int]) -> dict[str, str]:
     return out
 
 
+_INDEXED = re.compile(r"\w+\s*\[\s*(\w+)\s*\]")  # `table[name]`: the name
+
+
 def _mentions(text: str, names) -> str | None:
     return next((n for n in re.findall(r"\b\w+\b", text) if n in names), None)
 
 
-def _block_end(body: str, after: int) -> int:
-    """The end of the statement or block an `if (...)` controls, with its `else` branches."""
-    m = re.match(r"\s*\{", body[after:])
-    end = _matching(body, after + m.end() - 1, "{", "}") if m else body.find(";", after) + 1
-    if end <= 0:
-        return len(body)
-    tail = re.match(r"\s*else\s+if\s*\(|\s*else\b", body[end:])
-    if tail is None:
+class _BlockEnds:
+    """The end of the statement or block an `if (...)` controls, with its `else` branches, for
+    each place after a condition; every answer is kept, so a chain of `else if` is walked once
+    (and without recursion: a long chain is no deeper than a short one)."""
+
+    def __init__(self, body: str):
+        self.body = body
+        self.brackets = _Brackets(body)
+        self._semicolons = [m.start() for m in re.finditer(";", body)]
+        self._known: dict[int, int] = {}
+
+    def of(self, after: int) -> int:
+        walked: list[int] = []
+        end = self._known.get(after)
+        while end is None:
+            walked.append(after)
+            stop = self._statement_end(after)
+            tail = _ELSE.match(self.body, stop) if stop > 0 else None
+            if stop <= 0:
+                end = len(self.body)
+            elif tail is None:
+                end = stop
+            elif tail.group(0).endswith("("):  # else if (...): the next branch's end is this one's
+                after = self.brackets.close(tail.end() - 1)
+                end = len(self.body) if after < 0 else self._known.get(after)
+            else:
+                after = tail.end()
+                end = self._known.get(after)
+        for place in walked:
+            self._known[place] = end
         return end
-    if tail.group(0).endswith("("):
-        cond_end = _matching(body, end + tail.end() - 1, "(", ")")
-        return len(body) if cond_end < 0 else _block_end(body, cond_end)
-    return _block_end(body, end + tail.end())
+
+    def _statement_end(self, after: int) -> int:
+        """Just past the `{...}` block or the statement at `after`; 0 or less where none ends."""
+        brace = _OPEN_BRACE.match(self.body, after)
+        if brace:
+            return self.brackets.close(brace.end() - 1)
+        k = bisect.bisect_left(self._semicolons, after)
+        return self._semicolons[k] + 1 if k < len(self._semicolons) else 0
 
 
 def _line_of(source: Source, code: str, offset: int):
     """Line numbers in the file for positions of a loop's body that starts at `offset`."""
+    newlines = _newlines(code)
+
     def line(pos: int) -> int:
-        return source.first_line + code.count("\n", 0, offset + pos)
+        return source.first_line + bisect.bisect_left(newlines, offset + pos)
     return line
 
 
+@functools.lru_cache(maxsize=2)
+def _newlines(text: str) -> list[int]:
+    return [m.start() for m in re.finditer("\n", text)]
+
+
+@functools.lru_cache(maxsize=2)
+def _lines(text: str) -> list[str]:
+    return text.splitlines()
+
+
 def _hit(source: Source, kind: str, line: int, token_line: int, language: str) -> Hit:
-    lines = source.text.splitlines()
+    lines = _lines(source.text)
     index = line - source.first_line
     text = lines[index].strip() if 0 <= index < len(lines) else ""
     return Hit(kind, source.file, line, token_line, text[:200], language)

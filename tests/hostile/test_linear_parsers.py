@@ -94,7 +94,7 @@ def test_the_c_readers_divisions_are_those_of_the_pattern_it_replaced(body):
 @given(st.lists(st.sampled_from(_C_PIECES), max_size=30).map("".join))
 def test_the_c_readers_calls_are_those_of_the_pattern_it_replaced(body):
     from audits.legality import native
-    last = native._last_call_passing(body, "n")
+    last = native._last_calls_passing(body, {"n"}).get("n", -1)
     for cut in [0] + [k + 1 for k, ch in enumerate(body) if ch in ";}"]:  # a statement's or block's end
         expected = re.search(r"\b\w+\s*\([^;]*\bn\b", body[cut:]) is not None
         assert (cut <= last) == expected
@@ -150,3 +150,159 @@ def test_a_long_line_of_exponentials_is_read_in_linear_time():
                               capture_output=True, text=True, timeout=GUARD_S)
         assert done.returncode == 0, (run, done.stderr[-2000:])
         assert done.stdout.strip() == expected
+
+
+# The C reader's comment and literal blanking as it was: its answers on texts whose comments and
+# literals all close are the reference (an open one now runs to the end of the text or line).
+_BLANK_REFERENCE = re.compile(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
+
+
+@settings(max_examples=1500, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.sampled_from(["a", " ", "\n", ";", "/* x */", "/* a\nb */", "// c\n", '"s"',
+                                 '"a\\"b"', "'c'", "'\\''", '"/*"', "'//'", "x[i]"]), max_size=30).map("".join))
+def test_the_c_readers_blanking_is_that_of_the_pattern_it_replaced(text):
+    from audits.legality import native
+    expected = _BLANK_REFERENCE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+    assert native._blank_comments_and_strings(text) == expected
+
+
+def _old_matching(code, at, open_, close):
+    depth = 0
+    for i in range(at, len(code)):
+        depth += (code[i] == open_) - (code[i] == close)
+        if code[i] == close and depth == 0:
+            return i + 1
+    return -1
+
+
+def _old_block_end(body, after):
+    m = re.match(r"\s*\{", body[after:])
+    end = _old_matching(body, after + m.end() - 1, "{", "}") if m else body.find(";", after) + 1
+    if end <= 0:
+        return len(body)
+    tail = re.match(r"\s*else\s+if\s*\(|\s*else\b", body[end:])
+    if tail is None:
+        return end
+    if tail.group(0).endswith("("):
+        cond_end = _old_matching(body, end + tail.end() - 1, "(", ")")
+        return len(body) if cond_end < 0 else _old_block_end(body, cond_end)
+    return _old_block_end(body, end + tail.end())
+
+
+def _old_c_loop(native, source, code, v, body, offset):
+    """The C reader's loop as it was, slicing the body at every `if`: the reference."""
+    assigns = [a for a in native._assignments(body) if a[0] not in native._C_KEYWORDS]
+    at_position = re.compile(rf"^(?:\([^()]*\)\s*)?\w+\s*\[\s*{re.escape(v)}\s*\]\s*$")
+    tokens = {name: pos for name, rhs, pos in assigns if at_position.match(rhs.strip())}
+    looked_up = {}
+    for _ in range(4):
+        for name, rhs, _pos in assigns:
+            if name in tokens or name in looked_up:
+                continue
+            for token in tokens:
+                if re.search(rf"\w+\s*\[\s*{re.escape(token)}\s*\]", rhs):
+                    looked_up[name] = token
+                    break
+            else:
+                hit = native._mentions(rhs, looked_up)
+                if hit:
+                    looked_up[name] = looked_up[hit]
+    if not looked_up:
+        return []
+    def line(pos):
+        return source.first_line + code.count("\n", 0, offset + pos)
+    hits, last_call = [], {}
+    for m in re.finditer(r"\bif\s*\(", body):
+        cond_end = _old_matching(body, m.end() - 1, "(", ")")
+        if cond_end < 0 or not native._mentions(body[m.end():cond_end], looked_up):
+            continue
+        block_end = _old_block_end(body, cond_end)
+        writes = re.findall(rf"\b(\w+)\s*\[\s*{re.escape(v)}\s*\]\s*=(?!=)", body[cond_end:block_end])
+        token = looked_up[native._mentions(body[m.end():cond_end], looked_up)]
+        if token not in last_call:
+            last_call[token] = _old_last_call_passing(body, token)
+        if writes and block_end <= last_call[token]:
+            hit = native._hit(source, "gate", line(m.start()), line(tokens[token]), "C")
+            hits.append(native.dataclasses.replace(hit, outputs=tuple(dict.fromkeys(writes))))
+    return hits
+
+
+def _old_last_call_passing(body, token):
+    word, last = re.compile(rf"\b{re.escape(token)}\b"), -1
+    for part in re.finditer(r"[^;]+", body):
+        start, end = part.span()
+        uses = [m.start() for m in word.finditer(body, start, end)]
+        for call in re.compile(r"\b\w+\s*\(").finditer(body, start, end) if uses else ():
+            if call.end() > uses[-1]:
+                break
+            last = call.start()
+    return last
+
+
+_LOOP_PIECES = ["if (", "if(b)", "if (c > 0)", " else ", "else if (", "{", "}", "(", ")", ";", " ", "\n",
+                "b", "c", "t", "u", "y[i] = 1;", "z[i]=", "==", "f(t);", "g(u)", "t = x[i];", "u = (int)x[i];",
+                "b = w[t];", "c = b + 1;", "d = w[u], ", "for (j = 0; j < n; j++) {"]
+
+
+@settings(max_examples=2000, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.sampled_from(_LOOP_PIECES), max_size=40).map("".join))
+def test_the_c_readers_branches_are_those_of_the_reader_it_replaced(body):
+    """Gates found with the body's brackets, statement ends, names and writes found once are
+    those the per-branch slicing found, line numbers and outputs included."""
+    from audits.legality import native
+    code = "int f() {\n  for (i = 0; i < n; i++) {" + body + "}\n}\n"
+    source = native.Source("k.c", code, 3, "train_gpt.py")
+    loops = list(native._c_loops(code))
+    assert [(v, b, at) for v, b, at in loops] == _old_loops(code)
+    for v, loop_body, at in loops:
+        new = [h for h in native._c_loop(source, code, v, loop_body, at, False) if h.kind == "gate"]
+        assert new == _old_c_loop(native, source, code, v, loop_body, at)
+
+
+def _old_loops(code):
+    out = []
+    for m in re.finditer(r"\bfor\s*\(", code):
+        header_end = _old_matching(code, m.end() - 1, "(", ")")
+        if header_end < 0:
+            continue
+        var = re.search(r"(\w+)\s*=(?!=)", code[m.end():header_end - 1].split(";", 1)[0])
+        brace = re.match(r"\s*\{", code[header_end:])
+        if var is None or brace is None:
+            continue
+        start = header_end + brace.end() - 1
+        end = _old_matching(code, start, "{", "}")
+        if end > 0:
+            out.append((var.group(1), code[start:end], start))
+    return out
+
+
+_C_FILE_SCRIPT = """
+import sys
+from audits.legality import native
+inner, count = sys.argv[1], int(sys.argv[2])  # K: the copy's number; (N): one more `}` at the end
+body = "".join(inner.replace("(N)", "").replace("K", str(k)) for k in range(count))
+code = "int f() { for (i = 0; i < n; i++) { t = x[i]; b = w[t]; " + body + "}" * inner.count("(N)") * count
+code += " consume(t); } }"
+print(len(code), len(native.read_native(native.Source("k.c", code, 1, "train_gpt.py"))))
+"""
+
+
+def test_a_large_c_file_of_nested_and_chained_branches_is_read_in_linear_time():
+    """About 300 KB of C, each shaped to make a reader that slices or rescans the body at every
+    `if` quadratic (minutes to hours before; a chain of 1,000 `else if` overflowed the stack):
+    nested blocks, a chain of `else if`, conditions left open, a token per statement, nested
+    loops, and comments and literals left open."""
+    cases = [("if (b) { y[i] = 1; (N)", 15_000),  # nested blocks, each a gate
+             ("if (b) y[i] = 1; else ", 15_000),  # a chain
+             ("if (b ", 50_000),  # conditions that never close
+             ("tK = x[i]; cK = q[tK]; if (cK) y[i] = K; f(tK); ", 6_000),  # a token per statement
+             ("for (j = 0; j < n; j++) { (N)", 10_000),  # nested loops
+             ("/* ", 100_000), ('\\"', 150_000)]  # comments and literals left open
+    for inner, count in cases:
+        done = subprocess.run([sys.executable, "-c", _C_FILE_SCRIPT, inner, str(count)],
+                              capture_output=True, text=True, timeout=GUARD_S)
+        assert done.returncode == 0, (inner, done.stderr[-2000:])
+        size, hits = map(int, done.stdout.split())
+        assert size > 250_000, inner
+        if inner.startswith(("if (b) {", "tK")):
+            assert hits == count  # every branch is read
