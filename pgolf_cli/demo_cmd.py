@@ -75,7 +75,7 @@ def demo_command(out: Path, seconds: float, force: bool, data_dir: Path | None) 
             for seed in SEEDS]
     result = _package(runs, out / "records")
     review = _review(result.folder)
-    _summary(result, review, out, runs, dataset, tokenizer)
+    _summary(result, review, runs, dataset, tokenizer)
     click.echo(f"done in {time.monotonic() - started:.0f} s")
     if result.failed or review.exit_code != 0:
         click.echo(f"pgolf: the audit of {result.folder} is not clean; review.md there says why",
@@ -189,7 +189,7 @@ def _verdict(report) -> str:
     return "\n".join([head] + finding_lines(sub, " " * 11))
 
 
-def _summary(result, review, out: Path, runs: list[Path], dataset: Path, tokenizer: Path) -> None:
+def _summary(result, review, runs: list[Path], dataset: Path, tokenizer: Path) -> None:
     """Each seed's figures and the submission's, as submission.json has them, with the verdict of
     the review's audit (the package's checks and the smoke import); then where everything went."""
     from rich.console import Console
