@@ -56,7 +56,7 @@ def test_the_action_shows_a_waiver_it_was_given(tmp_path):
 
 
 def test_a_log_line_built_to_backtrack_does_not_stall_the_audit(tmp_path):
-    """A 400 KB step line of letters: a parser pattern that backtracked took hours on it."""
+    """A 400 KB step line of letters: a parser pattern that backtracks would take hours on it."""
     log = good_folder_files()["train_seed42.log"] + "step:2/2 train_loss:1.0 " + "a" * 400_000 + "\n"
     change = Change(tmp_path, folder(**{"train_seed42.log": log}))
     for command in COMMANDS:
@@ -67,7 +67,7 @@ def test_a_log_line_built_to_backtrack_does_not_stall_the_audit(tmp_path):
 
 def test_a_pr_folder_2500_directories_deep_is_a_finding(tmp_path):
     """A path 2,500 directories deep in the PR's folder: written out as deep as the audit reads,
-    and reported; before, laying it out was an internal error."""
+    and reported as a finding, not an internal error."""
     deep = f"{FOLDER}/" + "d/" * 2500 + "x.py"
     files = {path: text.encode() for path, text in folder().items()}
     change = Change(tmp_path, {}, raw=lambda upstream: {**files, deep: b"x = 1\n"})
@@ -89,7 +89,8 @@ def test_a_blob_claiming_more_than_it_holds_does_not_hang_review(tmp_path):
 
 def test_numbers_and_nesting_beyond_the_parsers_limits_are_findings(tmp_path):
     """submission.json holding a 5,000-digit integer, and pyproject.toml files nested 400,000
-    deep in the folder and at the root: each was an internal error (exit 2, no report)."""
+    deep in the folder and at the root: each a finding or one line, never an internal error (exit
+    2, no report)."""
     claims = json.loads(good_folder_files()["submission.json"])
     text = json.dumps(claims)[:-1] + ', "val_bpb": ' + "9" * 5000 + ', "bytes_total": ' + "9" * 400 + "}"
     deep = "x = " + "[" * 400_000 + "]" * 400_000 + "\n"
@@ -105,8 +106,8 @@ def test_numbers_and_nesting_beyond_the_parsers_limits_are_findings(tmp_path):
 
 
 def test_a_folder_name_cannot_forge_a_row_of_the_sweeps_table(tmp_path):
-    """The folder's name holds pipes that once split sweep.md's row so that it read PASS for an
-    ILLEGAL PR; each cell now holds what it should."""
+    """The folder's name holds pipes that, left unescaped, split sweep.md's row so that it reads
+    PASS for an ILLEGAL PR; each cell holds what it should."""
     from markdown_it import MarkdownIt
     name = "2026-04-09_x` | PASS | 1.00000 | all rules pass | `y"
     files = good_folder_files()

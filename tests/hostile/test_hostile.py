@@ -149,8 +149,9 @@ def test_filling_the_disk_stops_at_the_quota(tmp_path):
 
 
 def test_every_writable_mount_is_sized(tmp_path):
-    """/dev/shm and /tmp hold no more than the sandbox's disk limit each, and /dev nothing (once, 5
-    GiB went into /dev/shm); at the level without a private filesystem the tag says so."""
+    """/dev/shm and /tmp hold no more than the sandbox's disk limit each, and /dev nothing (an
+    unsized tmpfs holds what memory allows); at the level without a private filesystem the tag says
+    so."""
     if not BEST.disk_quota:
         pytest.skip(f"the best sandbox here ({BEST.level}) has no disk quota: this would fill the disk")
     run, findings, review = audit_and_review(tmp_path, "fill_shm")
@@ -165,8 +166,8 @@ def test_every_writable_mount_is_sized(tmp_path):
 
 
 def test_forks_beyond_a_small_count_are_refused(tmp_path):
-    """Memory is bounded per process: the tree is bounded by refusing forks past a small count (once,
-    six forks held 6.3 GB under a 4 GiB limit)."""
+    """Memory is bounded per process: the tree is bounded by refusing forks past a small count
+    (each fork may hold the whole per-process limit)."""
     if not BEST.process_limit_enforced:
         pytest.skip(f"the best sandbox here ({BEST.level}) runs as root, whom no process limit binds")
     run, findings, review = audit_and_review(tmp_path, "fork_memory")

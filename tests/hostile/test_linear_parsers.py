@@ -1,7 +1,7 @@
 """Inputs built to make a backtracking pattern quadratic, through the log parser and the C reader,
-each in a separate process. A log line is 400 KB, a loop body 300 KB: a quadratic pattern took
-minutes to hours on them (a 40 KB step line took 21 s), a linear reader takes a fraction of a
-second. The process's time limit only guards against a hang; it measures nothing."""
+each in a separate process. A log line is 400 KB, a loop body 300 KB: a quadratic pattern would
+take minutes to hours on them, a linear reader takes a fraction of a second. The process's time
+limit only guards against a hang; it measures nothing."""
 
 from __future__ import annotations
 
@@ -53,8 +53,8 @@ print(len(native._assignments(body)))
 
 
 def test_a_long_c_loop_body_is_read_in_linear_time():
-    """A 300 KB loop body of assignments with no `;` (once 406 s): each value was found by a
-    pattern scanning ahead from every `=`."""
+    """A 300 KB loop body of assignments with no `;`: a pattern scanning ahead from every `=` for
+    the value's end would be quadratic in it."""
     for run in ("x = 1 ", "x =      ", "a = b, "):
         done = subprocess.run([sys.executable, "-c", _C_SCRIPT, run, "300000"],
                               capture_output=True, text=True, timeout=GUARD_S)
@@ -111,8 +111,8 @@ print(len(native._c_loop(source, code, "i", code[code.index("{"):], code.index("
 
 
 def test_a_long_c_statement_is_read_in_linear_time():
-    """A 300 KB statement in a loop that reads a token (minutes before): the division pattern
-    scanned the rest of the statement from every place, the call pattern from every `f(`."""
+    """A 300 KB statement in a loop that reads a token: a division pattern scanning the rest of
+    the statement from every place, or a call pattern from every `f(`, would be quadratic in it."""
     for run in ("a ", "x[i] ", "f(", "a/"):
         done = subprocess.run([sys.executable, "-c", _C_LOOP_SCRIPT, run, "300000"],
                               capture_output=True, text=True, timeout=GUARD_S)
@@ -143,8 +143,8 @@ print(int(native._has_mixture(run * (size // len(run)))))
 
 
 def test_a_long_line_of_exponentials_is_read_in_linear_time():
-    """A 300 KB line of `exp(` calls with no join (hours before: the pattern scanned the rest of
-    the line from every `exp(`), and the same with a join at its end."""
+    """A 300 KB line of `exp(` calls with no join (a pattern scanning the rest of the line from
+    every `exp(` would take hours), and the same with a join at its end."""
     for run, expected in (("exp(a) ", "0"), ("exp(a) " * 50 + ") + exp(", "1")):
         done = subprocess.run([sys.executable, "-c", _MIXTURE_SCRIPT, run, "300000"],
                               capture_output=True, text=True, timeout=GUARD_S)
@@ -289,7 +289,7 @@ print(len(code), len(native.read_native(native.Source("k.c", code, 1, "train_gpt
 
 def test_a_large_c_file_of_nested_and_chained_branches_is_read_in_linear_time():
     """About 300 KB of C, each shaped to make a reader that slices or rescans the body at every
-    `if` quadratic (minutes to hours before; a chain of 1,000 `else if` overflowed the stack):
+    `if` quadratic (minutes to hours; a reader recursing per `else if` overflows the stack):
     nested blocks, a chain of `else if`, conditions left open, a token per statement, nested
     loops, and comments and literals left open."""
     cases = [("if (b) { y[i] = 1; (N)", 15_000),  # nested blocks, each a gate

@@ -67,7 +67,7 @@ def test_a_merged_pr_is_read_against_the_main_it_was_merged_into(upstream, tmp_p
 
 def test_base_composes_with_a_merged_pr(upstream, tmp_path):
     """--base names the branch; a PR merged into it is still read against the base it was merged
-    into (once, every merged PR read as an empty change)."""
+    into (read against the branch as it is now, every merged PR would be an empty change)."""
     repo = clone(upstream, tmp_path / "clone")
     assert review("--pr", "7", "--repo", str(repo), "--base", "main") == review("--pr", "7", "--repo", str(repo))
 
