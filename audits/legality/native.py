@@ -100,8 +100,8 @@ def read_native(source: Source) -> list[Hit]:
 def _has_mixture(text: str) -> bool:
     """Whether `text` mixes two probabilities. A sum of exponentials is `exp(..) + exp(` within one
     statement line: found in one pass over the `exp(` calls, the `) + exp(` joins and the `;` and
-    newlines between them (the pattern `exp\\s*\\([^;\\n]*\\)...` retried the rest of the line
-    from every `exp(`, quadratic in a long line)."""
+    newlines between them (the pattern `exp\\s*\\([^;\\n]*\\)...` would retry the rest of the
+    line from every `exp(`, quadratic in a long line)."""
     if _MIXTURE.search(text):
         return True
     events = sorted([(m.end(), 0) for m in _EXP_CALL.finditer(text)]
@@ -120,8 +120,8 @@ def _has_mixture(text: str) -> bool:
 
 def _blank_comments_and_strings(text: str) -> str:
     """The C text with comments and literals blanked, newlines kept (lines stay where they are).
-    A comment or literal left open is blanked to the end (the pattern looked for its end from
-    every `/*` or quote, quadratic in a text of unclosed ones)."""
+    A comment or literal left open is blanked to the end (a pattern looking for its end from
+    every `/*` or quote would be quadratic in a text of unclosed ones)."""
     return _COMMENT_OR_LITERAL.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
 
 
@@ -156,7 +156,7 @@ def _c_loops(code: str):
 
 class _Brackets:
     """Where the bracket that closes each `(` and `{` of a text is, found in one pass: the
-    readers ask for many, and scanning ahead from each took time quadratic in nested code."""
+    readers ask for many, and scanning ahead from each would be quadratic in nested code."""
 
     def __init__(self, text: str):
         self._closes: dict[int, int] = {}  # an opening bracket's index: the index just past its close
@@ -185,7 +185,7 @@ _OUTPUTS_READ = 16  # writes read under one branch; past them it is never taken 
 def _c_loop(source: Source, code: str, v: str, body: str, offset: int, mixture: bool) -> list[Hit]:
     """The gates and spreads of one loop over positions `v`. Each piece of the body is found once
     (brackets, statement ends, names, writes) and each branch looked up in them: slicing the
-    body at every `if` took time quadratic in nested and long bodies."""
+    body at every `if` would be quadratic in nested and long bodies."""
     assigns = [a for a in _assignments(body) if a[0] not in _C_KEYWORDS]
     at_position = re.compile(rf"^(?:\([^()]*\)\s*)?\w+\s*\[\s*{re.escape(v)}\s*\]\s*$")
     tokens = {name: pos for name, rhs, pos in assigns if at_position.match(rhs.strip())}
@@ -231,9 +231,9 @@ _CALL = re.compile(r"\b\w+\s*\(")
 def _divisions(body: str, v: str):
     """(text before the `/`, divisor, its offset) for a value read at position `v` then divided, at
     most one per run of text free of `;{}=`: the last `x[v]` whose first `/` after it, in that
-    run, is followed by a divisor. One pass per run; the single pattern that found these
-    (`[^;{}=]*\\b\\w+\\s*\\[v\\][^;{}=/]*/...`) was tried from every place and took time
-    quadratic in a long run."""
+    run, is followed by a divisor. One pass per run: a single pattern for these
+    (`[^;{}=]*\\b\\w+\\s*\\[v\\][^;{}=/]*/...`), tried from every place, would be quadratic
+    in a long run."""
     at_position = re.compile(rf"\b\w+\s*\[\s*{re.escape(v)}\s*\]")
     for part in _STATEMENT_PART.finditer(body):
         start, end = part.span()
@@ -252,7 +252,7 @@ def _divisions(body: str, v: str):
 def _last_calls_passing(body: str, tokens) -> dict[str, int]:
     """For each of `tokens`, where the last call `f(... token` in the body starts (absent if none):
     a call whose `(` comes before a whole-word `token` with no `;` between them. One pass for all
-    tokens: a pattern searched from each `if`, then a pass per token, took time quadratic in the
+    tokens: a pattern searched from each `if`, then a pass per token, would be quadratic in the
     length of a statement or in the number of tokens."""
     last: dict[str, int] = {}
     for part in re.finditer(r"[^;]+", body):
@@ -272,7 +272,7 @@ def _assignments(body: str) -> list[tuple[str, str, int]]:
     """(name, value, offset) of each `name = value` in a C body, in order: the value runs to the
     first `;`, or `,` before a name, a `}`, a line's end or the body's end, and never across a
     brace. Where each value ends is found in one pass from the back: a pattern scanning ahead
-    from every `=` took time quadratic in a long body."""
+    from every `=` would be quadratic in a long body."""
     stop = [len(body)] * (len(body) + 1)  # the first `;`, brace or such `,` at or after each place
     after = len(body)  # the first character past the current run of spaces: its place
     newline = False  # whether that run holds a line's end
