@@ -111,8 +111,7 @@ def _fixtures(root: Path) -> list[Case]:
         if path.suffix == ".py":
             cases.append(Case(f"fixture/{path.stem}", (("train_gpt.py", path),), None, None, LEGALITY))
         elif path.is_dir() and (path / "train_gpt.py").is_file():
-            cases.append(Case(f"fixture/{path.name}", tuple((p.name, p) for p in sorted(path.glob("*.py"))),
-                              None, None, LEGALITY))
+            cases.append(Case(f"fixture/{path.name}", _listing(path), None, None, LEGALITY))
         elif path.is_dir():
             cases += _fixtures(path)
     return cases
