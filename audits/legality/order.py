@@ -257,21 +257,34 @@ def _opening(site: Site, score: Site) -> Site | None:
         callee = site.inner_fn
         if _holder(callee.script, callee.body, callee.script.position(site.inner), loops_only=True) is not None:
             return Site(site.fn, site.node, site.path, site.loops, inner=callee.node, inner_fn=callee)
+    holder = _apart(site, score)
+    if holder is None or not compound_blocks(holder):
+        return None
+    return Site(site.fn, site.node, site.path, site.loops, inner=holder)
+
+
+def _apart(site: Site, other: Site):
+    """The outermost statement of the function that holds `site` but not `other` (both seen from
+    that function), or None."""
     script = site.fn.script
-    at, score_at = script.position(site.node), script.position(score.node)
-    if at is None or score_at is None:
+    at, other_at = script.position(site.node), script.position(other.node)
+    if at is None or other_at is None:
         return None
     statements = site.fn.body
     while True:
         holder = _holder(script, statements, at)
-        if holder is None:
-            return None
-        if not _holds(script.position(holder), score_at):
-            break
+        if holder is None or not _holds(script.position(holder), other_at):
+            return holder
         statements = [s for block in compound_blocks(holder) for s in block]
-    if not compound_blocks(holder):
-        return None
-    return Site(site.fn, site.node, site.path, site.loops, inner=holder)
+
+
+def _second_pass(read: Site, first: Site) -> Site | None:
+    """Where a second pass over the tokens begins, for a reader: the outermost statement of this
+    function that holds the read of the table but not the first pass that filled it (the loop or
+    `if` of the rescore, or the call that runs it). The read itself is often in a helper that both
+    passes call, where it tells neither apart."""
+    holder = _apart(read, first)
+    return None if holder is None else Site(read.fn, read.node, read.path, read.loops, inner=holder)
 
 
 def _holder(script, statements, at, loops_only: bool = False):
@@ -397,7 +410,8 @@ def _prebuilt(fn, events: list[Event], scores: list[Event]) -> list[Event]:
                 fill, scored_there = min(passes, key=lambda site: (site.path, site.statement)), True
         found = SCORED_TWICE if scored_there else TRAINED_BEFORE_SCORED
         verdicts.append(Event("judgment", fill, lookup.taint, lookup.taint, detail=found,
-                              other=lookup.site, flags=frozenset({"prebuilt"}) | switches(lookup)))
+                              other=lookup.site, flags=frozenset({"prebuilt"}) | switches(lookup),
+                              opening=_second_pass(lookup.site, fill) if scored_there else None))
     return verdicts
 
 

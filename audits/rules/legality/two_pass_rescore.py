@@ -20,7 +20,8 @@ WORDS = words(
     second_pass=Words(
         "a first pass over the validation tokens scores them and fills the table at {at}; a second "
         "pass reads it at {other} and scores them again",
-        "Score in one left-to-right pass; update the table only with tokens already scored."),
+        "Score in one left-to-right pass; update the table only with tokens already scored.",
+        origin="the second pass begins at {origin}"),
     rescored_after_adapt=Words(
         "the validation tokens are scored again at {at}, after the pass at {other} scored them and "
         "trained on them",
@@ -37,8 +38,9 @@ def _read(e, facts):
     """Validation tokens scored in a second pass (after a pass that scored them, or filled a table
     from them); a score that picks the better of two losses."""
     if e.kind == "judgment" and e.detail == order.SCORED_TWICE and VAL in e.taint and VAL in e.state:
-        kind = RESCORED_AFTER_ADAPT if "pass" in e.flags else SECOND_PASS
-        return [Verdict("TWO_PASS_RESCORE", kind, FAIL, e.site, e.other)]
+        if "pass" in e.flags:
+            return [Verdict("TWO_PASS_RESCORE", RESCORED_AFTER_ADAPT, FAIL, e.site, e.other)]
+        return [Verdict("TWO_PASS_RESCORE", SECOND_PASS, FAIL, e.site, e.other, origin=e.opening)]
     if is_score(e) and VAL in e.taint:
         return [Verdict("TWO_PASS_RESCORE", BETTER_OF_TWO, FAIL, label[1], e.site)
                 for label in kinds(e.taint, "select")]
