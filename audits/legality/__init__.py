@@ -22,13 +22,15 @@ ENTRY = "train_gpt.py"
 # Characters of scripts the run does not import (ablations, helpers run by hand) read on top of the
 # run's own: sixty ablation copies of a 130 KB script took minutes and show warnings at most.
 SIDE_BUDGET = 1_000_000
-_IMPORT = re.compile(r"(?m)^\s*(?:from\s+([\w.]+)\s+import|import\s+([\w.]+))")
+# the indent before the statement within its line (`^\s*` ran on over blank lines from each one)
+_IMPORT = re.compile(r"(?m)^[^\S\n]*(?:from\s+([\w.]+)\s+import|import\s+([\w.]+))")
 # Attention that keeps the documents of a packed row apart: variable-length (varlen) kernels with
 # cumulative sequence lengths, or a block mask built per document: a mask function comparing one
 # array at the query and the key (`doc_ids[q_idx] == doc_ids[kv_idx]`), or so named. A block mask
-# alone (`create_block_mask`) may be causal or a sliding window only. Outside a comment.
+# alone (`create_block_mask`) may be causal or a sliding window only. Outside a comment. A
+# subscript holds no bracket: one that ran to the next `]` was tried from every `name[`, quadratic.
 _ISOLATION = re.compile(r"(?m)^[^#\n]*\b(cu_seqlens\w*|flash_attn_varlen\w*|varlen_attn\w*|"
-                        r"document_mask|doc_mask|(\w+)\[[^\]\n]*\bq\w*\]\s*==\s*\2\[[^\]\n]*\bkv?\w*\])")
+                        r"document_mask|doc_mask|(\w+)\[[^\[\]\n]*\bq\w*\]\s*==\s*\2\[[^\[\]\n]*\bkv?\w*\])")
 
 
 @dataclasses.dataclass

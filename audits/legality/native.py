@@ -473,9 +473,12 @@ def hits(sub, run: tuple[str, ...]) -> list[Hit]:
 def _hits(scripts: tuple[tuple[str, str], ...], files: tuple[tuple[str, str], ...]) -> list[Hit]:
     out = [hit for source in native_sources(dict(scripts), dict(files)) for hit in read_native(source)]
     called = "\n".join(source for _, source in scripts)
+    is_called: dict[str, bool] = {}  # a function's name: whether a script calls it (one search a name)
     for rel, source in scripts:
         for name, hit in read_python(rel, source):
-            if re.search(rf"(?<!def )\b{re.escape(name)}\s*\(", called):
+            if name not in is_called:
+                is_called[name] = re.search(rf"(?<!def )\b{re.escape(name)}\s*\(", called) is not None
+            if is_called[name]:
                 out.append(hit)
     first = {}  # one reading per loop's token: one cause, one finding
     for hit in out:

@@ -17,12 +17,13 @@ import libcst as cst
 
 _PRINTER = re.compile(r"print|log|info|warn|write", re.I)
 _PRINTER_OWNER = re.compile(r"print|log|stdout", re.I)
-_PERCENT = re.compile(r"%[-#0 +]*(?:\d+|\*)?(?:\.\d+)?[sdifgeExXrc]")
+# flags, then a width that starts past them (a zero is a flag): `(?:\d+)` after `[-#0 +]*`
+# split a run of zeros every way, cubic in a long one
+_PERCENT = re.compile(r"%[-#0 +]*(?:[1-9]\d*|\*)?(?:\.\d+)?[sdifgeExXrc]")
 _BRACES = re.compile(r"\{[^{}]*\}")
 _ESCAPE = re.compile(r"\\(.)")
 _ESCAPES = {"n": "\n", "t": "\t"}
 _HOLE = None  # a formatted value in the message's parts
-_ANY = r"[^{}]*?"  # what a value printed there may be: no braces, so source code never matches
 # A pattern says little unless its literal text does: 10 characters with a word in them
 _MIN_LITERAL = 10
 _WORD = re.compile(r"[A-Za-z_]{4,}")
@@ -31,10 +32,10 @@ _WORD = re.compile(r"[A-Za-z_]{4,}")
 _MESSAGES = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.BinaryOperation, cst.Call)
 
 
-def pattern(call: cst.Call, code) -> tuple[str, str] | None:
-    """(the regular expression the first line of this call's message matches, its longest literal
-    piece) when the call prints (its function is named so, its first argument is a string) and
-    its literal text is telling."""
+def pattern(call: cst.Call, code) -> tuple[tuple, str] | None:
+    """(the pieces of the first line of this call's message: its literal texts, with `_HOLE`
+    where a value is printed; its longest literal piece) when the call prints (its function is
+    named so, its first argument is a string) and its literal text is telling."""
     # every call of the walk comes here: the cheap tests first, the function's name last
     if not call.args or call.args[0].keyword is not None or call.args[0].star:
         return None
@@ -49,16 +50,58 @@ def pattern(call: cst.Call, code) -> tuple[str, str] | None:
         return None
     parts = _first_line(parts)
     literal = "".join(p for p in parts if p is not _HOLE)
-    if len(literal.strip()) < _MIN_LITERAL or not _WORD.search(literal):
-        return None
-    regex, hole = "", False
+    if len(literal.strip()) < _MIN_LITERAL or not _WORD.search(literal) or "{" in literal or "}" in literal:
+        return None  # a brace in the text: a value printed beside it could hold one too
+    pieces: list = []  # literal texts run together, one hole between them at most
     for part in parts:
-        if part is _HOLE:
-            hole = True
-            continue
-        regex += (_ANY if hole else "") + re.escape(part)
-        hole = False
-    return regex + (_ANY if hole else ""), max((p for p in parts if p is not _HOLE), key=len)
+        if part is _HOLE and (not pieces or pieces[-1] is not _HOLE):
+            pieces.append(_HOLE)
+        elif part is not _HOLE and part:
+            if pieces and pieces[-1] is not _HOLE:
+                pieces[-1] += part
+            else:
+                pieces.append(part)
+    return tuple(pieces), max((p for p in parts if p is not _HOLE), key=len)
+
+
+def matches(pieces: tuple, line: str) -> bool:
+    """Whether `line` ends with what the message prints (trailing spaces aside), starting at the
+    line's start or after a character that is no quote or word character (a message in source
+    code is a string); a value printed in a hole holds no brace, so source code never matches.
+
+    A few `str.find` per piece: no brace can be inside a match, so it lies after the line's last
+    brace, where a hole takes anything and each literal piece is best put at its first place
+    after the one before, the last at the line's end. The pattern with a lazy gap per hole that
+    this replaces backtracked through every placement: exponential in the number of holes."""
+    start = max(line.rfind("{"), line.rfind("}")) + 1
+    literals = [p for p in pieces if p is not _HOLE]
+    if not literals:
+        return False
+    limit = len(line)
+    if pieces[-1] is not _HOLE:  # the last piece ends the line, but for spaces: its last place
+        last = literals.pop()
+        limit = line.rfind(last, start)
+        if limit < 0 or limit + len(last) < len(line.rstrip()):
+            return False
+    if pieces[0] is _HOLE:  # a match may start anywhere before the first piece
+        at = next((k for k in range(start, limit + 1) if _may_start(line, k)), -1)
+    elif literals:
+        at = line.find(literals[0], start, limit)
+        while at >= 0 and not _may_start(line, at):
+            at = line.find(literals[0], at + 1, limit)
+        at, literals = (at + len(literals[0]) if at >= 0 else at), literals[1:]
+    else:
+        at = limit if _may_start(line, limit) else -1
+    for literal in literals:
+        if at < 0:
+            break
+        at = line.find(literal, at, limit)
+        at = at + len(literal) if at >= 0 else at
+    return at >= 0
+
+
+def _may_start(line: str, at: int) -> bool:
+    return at == 0 or line[at - 1] not in "\"'" and not (line[at - 1].isalnum() or line[at - 1] == "_")
 
 
 def _parts(node: cst.BaseExpression) -> list | None:
@@ -122,17 +165,14 @@ def turned_on(prints, logs) -> dict[str, str]:
 @functools.lru_cache(maxsize=4)
 def _turned_on(prints, logs) -> tuple:
     """turned_on's items, once per folder: every legality rule asks (a scan of each log line)."""
-    # a match starts the line or follows a character that is no quote (a string in source code)
-    compiled = [(re.compile(r"(?:^|(?<=[^\"'\w]))" + regex + r"\s*$"), anchor, flags)
-                for regex, anchor, flags in prints]
     found: dict[str, str] = {}
     for rel, text, skip in logs:
         for number, line in enumerate(text.splitlines(), 1):
             if number in skip or len(line) > 2000:
                 continue
             common = None
-            for regex, anchor, flags in compiled:
-                if anchor in line and regex.search(line):
+            for pieces, anchor, flags in prints:
+                if anchor in line and matches(pieces, line):
                     common = flags if common is None else common & flags
                     if not common:
                         break

@@ -115,7 +115,10 @@ def val_as_train(sub: Submission) -> list[tuple[str, int, str]]:
 
 
 # `os.environ.get("TRAIN_FILES", os.path.join(data_path, "fineweb_train_*.bin"))`
-_TRAIN_DEFAULT = re.compile(r"""environ(?:\.get)?\(\s*["']([A-Z][A-Z0-9_]*)["']\s*,[^)\n]*fineweb_train_""")
+# the default runs to the call's `)`, the line's end or the next `environ` (a pattern that could run
+# past it scanned the rest of the line from each one, quadratic in a line of them)
+_TRAIN_DEFAULT = re.compile(r"""environ(?:\.get)?\(\s*["']([A-Z][A-Z0-9_]*)["']\s*,"""
+                            r"""(?:(?!environ)[^)\n])*fineweb_train_""")
 
 
 def _train_shard_settings(sub: Submission) -> set[str]:

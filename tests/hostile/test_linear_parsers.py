@@ -9,7 +9,7 @@ import re
 import subprocess
 import sys
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 GUARD_S = 120
@@ -308,3 +308,126 @@ def test_a_large_c_file_of_nested_and_chained_branches_is_read_in_linear_time():
         assert size > 250_000, inner
         if inner.startswith(("if (b) {", "tK")):
             assert hits == count  # every branch is read
+
+
+# A print's message as the pattern the legality analysis matched log lines with: a lazy gap per
+# printed value, then trailing spaces; its answers are the reference for `printed.matches`.
+def _printed_reference(pieces):
+    regex = "".join(r"[^{}]*?" if piece is None else re.escape(piece) for piece in pieces)
+    return re.compile(r"(?:^|(?<=[^\"'\w]))" + regex + r"\s*$")
+
+
+_LINE_PIECES = ["a", "ab", "b", " ", "  ", "\t", "=", "'", '"', "{", "}", "x1", "ab=", "_", "!"]
+
+
+@settings(max_examples=1500, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.one_of(st.none(), st.sampled_from(["a", "ab", "b=", " a", "a ", "=", "b "])), min_size=1,
+                max_size=6),
+       st.lists(st.sampled_from(_LINE_PIECES), max_size=16).map("".join))
+def test_printed_lines_are_those_the_pattern_matched(raw, line):
+    from audits.legality import printed
+    pieces: list = []  # as `printed.pattern` gives them: literals run together, one hole at most between
+    for piece in raw:
+        if piece is None and (not pieces or pieces[-1] is not None):
+            pieces.append(None)
+        elif piece is not None:
+            if pieces and pieces[-1] is not None:
+                pieces[-1] += piece
+            else:
+                pieces.append(piece)
+    assume(any(piece is not None for piece in pieces))  # a message always has literal text
+    assert printed.matches(tuple(pieces), line) == (_printed_reference(pieces).search(line) is not None)
+
+
+_PRINTED_SCRIPT = """
+import sys
+from audits.legality import printed
+holes, size = int(sys.argv[1]), int(sys.argv[2])
+pieces = (None,) + ("word", None) * holes
+line = "word" * (size // 4)
+print(int(printed.matches(pieces, line + "{")), int(printed.matches(pieces + ("x",), line)))
+"""
+
+
+def test_a_printed_message_with_many_holes_matches_in_linear_time():
+    """A message with eight printed values against a 400 KB line of its literal text ending
+    where no value may (a brace): the pattern tried every placement of the eight, C(100000, 8)."""
+    done = subprocess.run([sys.executable, "-c", _PRINTED_SCRIPT, "8", str(SIZE)],
+                          capture_output=True, text=True, timeout=GUARD_S)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["0", "0"]
+
+
+# Patterns on a submission's source and strings, each as it was: their answers on normal inputs
+# are the reference for the linear ones that replaced them.
+_OLD_PERCENT = re.compile(r"%[-#0 +]*(?:\d+|\*)?(?:\.\d+)?[sdifgeExXrc]")
+_OLD_IMPORT = re.compile(r"(?m)^\s*(?:from\s+([\w.]+)\s+import|import\s+([\w.]+))")
+_OLD_TRAIN_DEFAULT = re.compile(r"""environ(?:\.get)?\(\s*["']([A-Z][A-Z0-9_]*)["']\s*,[^)\n]*fineweb_train_""")
+_OLD_ISOLATION = re.compile(r"(?m)^[^#\n]*\b(cu_seqlens\w*|flash_attn_varlen\w*|varlen_attn\w*|"
+                            r"document_mask|doc_mask|(\w+)\[[^\]\n]*\bq\w*\]\s*==\s*\2\[[^\]\n]*\bkv?\w*\])")
+_OLD_SQUASH = re.compile(r"^(.*?)\s*\(#(\d+)\)\s*$")
+
+
+@settings(max_examples=1500, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.sampled_from(["%", "0", "00", "5", "-", " ", "+", "#", ".", "2", "d", "s", "f", "*", "x"]),
+                max_size=14).map("".join))
+def test_format_holes_are_those_of_the_pattern_they_replaced(text):
+    from audits.legality import printed
+    assert printed._PERCENT.split(text) == _OLD_PERCENT.split(text)
+
+
+@settings(max_examples=1500, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.sampled_from(["\n", " ", "\t", "import ", "from ", "a", "a.b", " import ", "x", "#",
+                                 'os.environ("DATA",', 'environ.get("TRAIN_FILES", ', "fineweb_train_", ")",
+                                 "doc", "[", "]", "q_idx", "kv_idx", " == ", "cu_seqlens", "doc_mask"]),
+                max_size=20).map("".join))
+def test_source_patterns_are_those_they_replaced(text):
+    import audits.legality as legality
+    from audits.submission import runsettings
+    assert legality._IMPORT.findall(text) == _OLD_IMPORT.findall(text)
+    if text.count("environ") <= 1 or ")" in text:  # one call a line: the default is its own
+        lines = [line for line in text.split("\n") if line.count("environ") <= 1]
+        for line in lines:
+            assert runsettings._TRAIN_DEFAULT.findall(line) == _OLD_TRAIN_DEFAULT.findall(line)
+    if not re.search(r"\[[^\]\n]*\[", text):  # a subscript within a subscript
+        new, old = legality._ISOLATION.search(text), _OLD_ISOLATION.search(text)
+        assert (new and new.group(1)) == (old and old.group(1))
+
+
+@settings(max_examples=1500, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.sampled_from(["Fix", " ", "(#12)", "(#", "12", ")", "a", "\t", "#"]), max_size=12).map("".join))
+def test_squash_subjects_are_read_as_the_pattern_they_replaced_read_them(subject):
+    from pgolf_cli import pulls
+    new, old = pulls._SQUASH_SUBJECT.match(subject), _OLD_SQUASH.match(subject)
+    assert (new and new.groups()) == (old and old.groups())
+
+
+_SOURCE_SCRIPT = """
+import sys
+import audits.legality as legality
+from audits.legality import printed
+from audits.submission import runsettings
+from pgolf_cli import pulls
+which, size = sys.argv[1], int(sys.argv[2])
+if which == "percent":
+    print(len(printed._PERCENT.split("%" + "0" * size)))
+elif which == "import":
+    print(len(legality._IMPORT.findall("\\n" * size + " \\n" * size)))
+elif which == "train_default":
+    print(len(runsettings._TRAIN_DEFAULT.findall('os.environ("TRAIN",' * (size // 19))))
+elif which == "isolation":
+    print(int(legality._ISOLATION.search("a[" * (size // 2) + "x a[ q" * (size // 6)) is not None))
+else:
+    print(int(pulls._SQUASH_SUBJECT.match("a" + " " * size + "(#1" * (size // 3) + "x") is not None))
+"""
+
+
+def test_source_patterns_run_in_linear_time():
+    """400 KB of zeros after a `%` (a 20 KB run took 27 s: cubic), of blank lines (`^\\s*` from
+    each), of `environ(` calls on one line and of unclosed subscripts (each scanned the rest of
+    its line), and a squash subject of spaces and `(#1`."""
+    for which in ("percent", "import", "train_default", "isolation", "squash"):
+        done = subprocess.run([sys.executable, "-c", _SOURCE_SCRIPT, which, str(SIZE)],
+                              capture_output=True, text=True, timeout=GUARD_S)
+        assert done.returncode == 0, (which, done.stderr[-2000:])
+        assert int(done.stdout) >= 0
