@@ -163,11 +163,12 @@ def bpb_byte_accounting(sub, options):
 
 
 def _table_findings(sub, loads, shipped):
-    """One finding per shipped byte table, at the array load that names it (else the first)."""
+    """One finding per shipped byte table, at the array load that names it (else the first): where
+    that load takes the array out by name, else the load."""
     exp = None
     for table in shipped:
         site = _load_for(loads, table)
-        at = site.position()
+        at = _read_of(site, table) or site.position()
         line = at.start.line if at else None
         script = site.inner_fn.script
         if table.values is None:
@@ -219,6 +220,25 @@ def _load_for(loads, table):
         if (table.name and table.name in code) or table.rel.rsplit("/", 1)[-1] in code:
             return v.site
     return min(loads, key=lambda v: (v.site.inner_fn.script.rel, _line(v.site))).site
+
+
+def _read_of(site, table):
+    """Where the load's function takes the table's array out of the file by its name
+    (`data["base_bytes"]`), at or after the load: the line that shows which array the run counts
+    bytes with. None for an array file of one array (.npy), or where no such name is written."""
+    fn, load = site.inner_fn, site.position()
+    if not table.name or fn.node is None or load is None:
+        return None
+    names = (fn.script.position(n) for n in _string_nodes(fn.node)
+             if isinstance(n, cst.SimpleString) and n.evaluated_value == table.name)
+    return min((at for at in names if at is not None and at.start.line >= load.start.line),
+               key=lambda at: (at.start.line, at.start.column), default=None)
+
+
+def _string_nodes(node):
+    for child in node.children:
+        yield child
+        yield from _string_nodes(child)
 
 
 def _line(site) -> int:
