@@ -22,11 +22,11 @@ from audits.findings import Finding, Severity
 from audits.registry import PASS, REPO
 from audits.report.neutral import code, fence, markdown
 from audits.report.paths import REPO_PATH_RULES, repo_location
+from audits.rules import smoke as smoke_rules
 from audits.stats import mean, sample_var
 from audits.submission import LOG_LIMIT, Submission, read_bounded, runs
 
-SMOKE_RULES = ("IMPORT_FAIL", "IMPORT_STUB_LIMIT")
-SMOKE_PASS = "SMOKE_TEST_PASS"  # the message an IMPORT_FAIL INFO carries when the import worked
+SMOKE_RULES = tuple(rule.id for rule in smoke_rules.RULES)
 TOP_LINES = 30  # lines of one submission's review before its folded part
 EXCERPT_CONTEXT = 2  # lines shown before and after a finding's line in the folded part
 EXCERPT_WIDTH = 160  # longer lines (a wrapper's payload) are cut
@@ -297,8 +297,8 @@ def _smoke(r: SubmissionReport) -> str:
         return "**Smoke test:** did not run (this review ran no sandboxed CPU import)."
     said = []
     for f in smoke:
-        if f.severity == Severity.INFO and f.message.startswith(SMOKE_PASS):
-            said.append("passed: " + markdown(f.message[len(SMOKE_PASS):].lstrip(": ")) + ".")
+        if f.severity == Severity.INFO and f.message.startswith(smoke_rules.PASSED):
+            said.append("passed: " + markdown(f.message[len(smoke_rules.PASSED):].lstrip(": ")) + ".")
         else:
             said.append(f"{f.severity} `{f.rule}`: {markdown(f.message)}.")
     return "**Smoke test:** " + " ".join(said)

@@ -132,6 +132,7 @@ def _python_with_torch(target: tuple[int, int]) -> bool:
     return importlib.util.find_spec("torch") is not None
 
 
+PASSED = "SMOKE_TEST_PASS"  # how the INFO of an import that worked begins
 _NOT_A_DEFECT = "not counted as a defect: only syntax errors, undefined names and undeclared modules are"
 
 
@@ -196,7 +197,7 @@ def _passed(result, script: Script, tag: str) -> Finding:
                      f" (from {dims.get('from')})")
     parts.append(f"code {result.code_bytes:,} bytes")
     stubs = ", ".join(result.stubbed) or "none"
-    return found("IMPORT_FAIL", "SMOKE_TEST_PASS: " + "; ".join(parts) + f" {tag}",
+    return found("IMPORT_FAIL", f"{PASSED}: " + "; ".join(parts) + f" {tag}",
                  severity=Severity.INFO, file=script.rel,
                  evidence=f"imported in {result.seconds:.2f} s; Python {result.python}; "
                           f"sandbox {result.sandbox.describe()}; "
