@@ -28,7 +28,7 @@ _IMPORT = re.compile(r"(?m)^[^\S\n]*(?:from\s+([\w.]+)\s+import|import\s+([\w.]+
 # cumulative sequence lengths, or a block mask built per document: a mask function comparing one
 # array at the query and the key (`doc_ids[q_idx] == doc_ids[kv_idx]`), or so named. A block mask
 # alone (`create_block_mask`) may be causal or a sliding window only. Outside a comment. A
-# subscript holds no bracket: one that ran to the next `]` was tried from every `name[`, quadratic.
+# subscript holds no bracket: one running to the next `]` would be tried from every `name[`, quadratic.
 _ISOLATION = re.compile(r"(?m)^[^#\n]*\b(cu_seqlens\w*|flash_attn_varlen\w*|varlen_attn\w*|"
                         r"document_mask|doc_mask|(\w+)\[[^\[\]\n]*\bq\w*\]\s*==\s*\2\[[^\[\]\n]*\bkv?\w*\])")
 

@@ -31,10 +31,10 @@ TOP_LINES = 30  # lines of one submission's review before its folded part
 EXCERPT_CONTEXT = 2  # lines shown before and after a finding's line in the folded part
 EXCERPT_WIDTH = 160  # longer lines (a wrapper's payload) are cut
 
-# The organizers' rulings and the reviewers' standard a rule applies, linked where the rule blocks.
-# Every link was checked to exist: issue #1017 (the four conditions), issue #677 (the sweep that
-# closed adapt-before-score TTT and late or validation GPTQ), PR #779 (the n-gram ruling) and the
-# leaderboard update PR #1902 (its exclusions: byte mixtures, pre-quantization TTT).
+# The organizers' rulings and the reviewers' standard a rule applies, linked where the rule blocks:
+# issue #1017 (the four conditions), issue #677 (the sweep that closed adapt-before-score TTT and
+# late or validation GPTQ), PR #779 (the n-gram ruling) and the leaderboard update PR #1902 (its
+# exclusions: byte mixtures, pre-quantization TTT).
 FIELD_GUIDE = ("issue #1017", f"{REPO}/issues/1017")
 RULINGS = {
     "TTT_SCORE_AFTER_ADAPT": ("issue #677", f"{REPO}/issues/677"),
