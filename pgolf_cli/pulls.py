@@ -20,7 +20,6 @@ from audits.submission import TRACKS, InputError
 from audits.submission.gitdiff import GIT_TIMEOUT, git
 
 BASES = ("refs/remotes/upstream/main", "refs/remotes/origin/main", "refs/heads/main")
-CHALLENGE = "https://github.com/openai/parameter-golf"
 REMOTES = ("upstream", "origin")  # in a fork's clone, upstream is the challenge repository
 FETCH_TIMEOUT = 300
 _PR_REF = re.compile(r"refs/pull/(\d+)/head")

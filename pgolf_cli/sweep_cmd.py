@@ -81,6 +81,7 @@ def sweep_command(repo, prs, unmerged, records, base, out, jobs, timeout, memory
     if sum((prs is not None, unmerged, records)) > 1:
         raise click.UsageError("give one of --prs A-B, --open, --records")
     from audits.context import AuditOptions  # the audit loads here, not for --help
+    from audits.registry import REPO
     from audits.smoke import tempdirs
     from audits.submission import InputError
     from pgolf_cli import pulls
@@ -115,7 +116,7 @@ def sweep_command(repo, prs, unmerged, records, base, out, jobs, timeout, memory
         rows += _rows(case, results[index], out)
     rows.sort(key=lambda r: (r["pr"] is None, r["pr"] or 0, r["folder"] or ""))
     # A PR number is the challenge repository's, whatever remote the clone was made from.
-    meta = {"selection": selection, "base": main, "pr_url": f"{pulls.CHALLENGE}/pull/{{n}}"}
+    meta = {"selection": selection, "base": main, "pr_url": f"{REPO}/pull/{{n}}"}
     write_atomic(out / "sweep.json", table.to_json(rows, meta))
     write_atomic(out / "sweep.md", table.to_markdown(rows, meta))
     write_atomic(out / "sweep.csv", table.to_csv(rows))

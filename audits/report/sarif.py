@@ -17,7 +17,7 @@ from urllib.parse import quote
 from audits import __version__, catalogue
 from audits.engine import AuditReport, SubmissionReport
 from audits.findings import Finding
-from audits.registry import CHECKS
+from audits.registry import CHECKS, REPO
 from audits.report import neutral
 from audits.report.paths import repo_file
 from audits.report.rules import explain
@@ -56,7 +56,7 @@ def _rule(rule: catalogue.Rule) -> dict:
         "name": "".join(part.capitalize() for part in rule.id.split("_")),  # TrainOverBudget
         "shortDescription": {"text": rule.summary},
         "help": {"text": explain(rule.id)},
-        "helpUri": rule.sources[0].url if rule.sources else "https://github.com/openai/parameter-golf",
+        "helpUri": rule.sources[0].url if rule.sources else REPO,
         "defaultConfiguration": {"level": _LEVEL[str(rule.severity)], "enabled": checked},
         "properties": {"family": rule.family, "verdict": rule.level,
                        "conditions": list(rule.conditions)},
@@ -98,7 +98,7 @@ def render_sarif(report: AuditReport) -> str:
                      for r in report.submissions for error in r.errors]
     run = {
         "tool": {"driver": {"name": "pgolf", "version": __version__,
-                            "informationUri": "https://github.com/openai/parameter-golf",
+                            "informationUri": REPO,
                             "rules": [_rule(rule) for rule in catalogue.RULES]}},
         "invocations": [{"executionSuccessful": not notifications,
                          "toolExecutionNotifications": notifications}],
