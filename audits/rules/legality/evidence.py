@@ -72,7 +72,7 @@ def _not_run(v, on: dict[str, str], off: dict[str, str]):
              if (off if need else on).get(name)]
     if not where or v.severity == Severity.INFO:
         return v
-    return dataclasses.replace(v, severity=Severity.INFO, detail=v.detail, settings=(),
+    return dataclasses.replace(v, severity=Severity.INFO, settings=(),
                                not_run=tuple(where))
 
 
