@@ -28,7 +28,7 @@ def kill_all(proc: subprocess.Popen, mark: bytes) -> None:
     proc.wait()
     deadline = time.monotonic() + _REAP_S
     while time.monotonic() < deadline:
-        alive = [pid for pid in doomed if _alive(pid)]
+        alive = [pid for pid in doomed if running(pid)]
         pending = False
         for pid in _pids():
             environ = _environ(pid)
@@ -81,7 +81,8 @@ def _stat(pid: int) -> list[str] | None:
         return None
 
 
-def _alive(pid: int) -> bool:
+def running(pid: int) -> bool:
+    """Whether `pid` is a process that has not ended (a zombie has)."""
     fields = _stat(pid)
     return fields is not None and fields[0] not in ("Z", "X")
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from multiprocessing.connection import wait
 from pathlib import Path
 
-from audits.smoke.reap import descendants
+from audits.smoke.reap import descendants, running
 
 POLL_S = 0.5  # how often the time and memory of running jobs are checked
 REAP_S = 10.0  # how long a kill waits for the killed processes to end
@@ -135,7 +135,7 @@ class _Worker:
 def _pidfd(pid: int) -> int | None:
     try:
         return os.pidfd_open(pid)
-    except (AttributeError, OSError):  # gone already, or no pidfds here (Python < 3.9, old kernels)
+    except (AttributeError, OSError):  # gone already, or no pidfds here (not Linux, or before 5.3)
         return None
 
 
@@ -147,13 +147,7 @@ def _wait_ended(pid: int, fd: int | None, deadline: float) -> None:
         finally:
             os.close(fd)
         return
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            return
-        if state in ("Z", "X"):
-            return
+    while time.monotonic() < deadline and running(pid):
         time.sleep(0.01)
 
 
