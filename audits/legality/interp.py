@@ -251,8 +251,16 @@ class FunctionWalk:
 
     def statement(self, stmt: cst.CSTNode) -> None:
         if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-            for small in stmt.body:
+            if len(stmt.body) == 1:
+                self.small(stmt.body[0])
+                return
+            # `train(...); fine_tune(...); export(...)` on one line run one after another, as
+            # lines do: each has a place of its own in the order of the function
+            base = self.path
+            for j, small in enumerate(stmt.body):
+                self.path = base + ((0, j),)
                 self.small(small)
+            self.path = base
         elif isinstance(stmt, cst.If):
             self.if_stmt(stmt)
         elif isinstance(stmt, (cst.For, cst.While)):

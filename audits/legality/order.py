@@ -120,11 +120,16 @@ def _same_model(update: Event, score: Event, events: list[Event]) -> bool:
     return not updated or not scored or bool(updated & scored)
 
 
-def _reloaded_since(update: Event, score: Event) -> bool:
+def _reloaded_since(update: Event, score: Event, events: list[Event]) -> bool:
     """Were the weights the score runs on all loaded afresh after the update (a strict
-    load_state_dict of weights read back from the artifact)? Then nothing it trained reaches
-    this score."""
+    load_state_dict of weights read back from the artifact), from weights written out before it?
+    Then nothing it trained reaches this score. Weights written out after the update (the
+    fine-tuned model quantized and exported, then loaded back to be scored) carry what it
+    learned: an export between the two (or in the call that loads them back) keeps the pair."""
+    models = _model_params(events)
+    exports = [e.site for e in events if _exports(e, models) and relation(update.site, e.site) == "before"]
     return any(label[1].fn is update.site.fn and relation(update.site, label[1]) == "before"
+               and not any(relation(site, label[1]) in ("before", "same") for site in exports)
                for label in kinds(score.taint, "reloaded"))
 
 
@@ -237,10 +242,16 @@ def _evaluation_pass(update: Event, score: Event) -> list[Event]:
     adapt, rescore = _here(update.site), _here(score.site)
     if "resolved" not in update.flags:
         return [Event("judgment", adapt, update.taint, score.taint, detail=ADAPTED_FIRST, other=rescore, flags=flags,
-                      opening=_opening(update.site, score.site))]
+                      opening=_opening(update.site, score.site))] + _placing(update)
     return [Event("judgment", rescore, update.taint, score.taint, detail=ADAPTED_FIRST, other=adapt,
                   flags=flags | {"rescored"}),
             Event("judgment", rescore, update.taint, score.taint, detail=SCORED_TWICE, other=adapt, flags=flags)]
+
+
+def _placing(update: Event) -> list[Event]:
+    """A pass found in a helper and placed here, at its call: what the helper said of its update
+    alone (validation tokens it reads from an object's field, never scored there) is replaced."""
+    return [Event("placed", update.site)] if update.site.chain else []
 
 
 def _here(site: Site) -> Site:
@@ -440,7 +451,7 @@ def _pair(update: Event, score: Event, backpropagated: set, events: list[Event])
     if order in ("same", "exclusive"):
         return [], False
     loops = common_loops(score.site, update.site)
-    if order == "after" and _reloaded_since(update, score):
+    if order == "after" and _reloaded_since(update, score, events):
         return [], False
     if not loops and not _same_model(update, score, events):
         return [], False
@@ -506,7 +517,7 @@ def _verdict(update: Event, score: Event, loops: tuple, how: str, events: list[E
         if _after_training(update, events) and not mixed:  # placed at the call of the fine-tune
             return [Event("judgment", _here(update.site), update.taint, score.taint, detail=FINE_TUNED_AFTER_TRAINING,
                           other=_here(score.site), flags=frozenset({how}) | switches(update, score),
-                          opening=_opening(update.site, score.site))]
+                          opening=_opening(update.site, score.site))] + _placing(update)
         return [verdict(TRAINED_BEFORE_SCORED, {how})]
     if ("train",) in update.taint and ("train",) not in score.taint:
         return [verdict(MIXED_WITH_OTHER_DATA, {how})]
