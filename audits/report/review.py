@@ -64,7 +64,7 @@ def rulings(rule_id: str) -> list[tuple[str, str]]:
     return out
 
 
-def distinct(findings: list[Finding]) -> list[Finding]:
+def _one_per_place(findings: list[Finding]) -> list[Finding]:
     """The findings with one per place and rule: where a rule says two things of one line (a WARN
     reading and an INFO one), the more severe."""
     def key(f: Finding) -> tuple:
@@ -77,7 +77,7 @@ def distinct(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if best[key(f)] is f]
 
 
-def by_rule(findings: list[Finding]) -> list[list[Finding]]:
+def _grouped_by_rule(findings: list[Finding]) -> list[list[Finding]]:
     """The findings grouped by rule, in the order their rules first appear: one cause each."""
     groups: dict[str, list[Finding]] = {}
     for f in findings:
@@ -91,7 +91,7 @@ def _title(sub: Submission) -> str:
 
 def _submission(r: SubmissionReport, o: AuditOptions) -> str:
     sub = r.submission
-    active = distinct([f for f in r.findings if f.waived is None])
+    active = _one_per_place([f for f in r.findings if f.waived is None])
     counts = {s: sum(1 for f in active if f.severity == s) for s in Severity}
     verdict = "ERROR" if r.errors else r.verdict(o.strict)
     top = [f"**pgolf review: {verdict}** for {code(_title(sub))}: {counts[Severity.FAIL]} FAIL, "
@@ -102,8 +102,8 @@ def _submission(r: SubmissionReport, o: AuditOptions) -> str:
         top += ["", f"**Significance:** {markdown(tested[0].message)}."]
     for error in r.errors:
         top += ["", f"**pgolf internal error:** {markdown(error)}"]
-    blocking = by_rule([f for f in active if level_of(f, o.strict) != PASS])
-    warned = by_rule([f for f in active if level_of(f, o.strict) == PASS and f.severity == Severity.WARN])
+    blocking = _grouped_by_rule([f for f in active if level_of(f, o.strict) != PASS])
+    warned = _grouped_by_rule([f for f in active if level_of(f, o.strict) == PASS and f.severity == Severity.WARN])
     folded = 0
     if blocking:
         top += ["", "**Why:**"]
