@@ -38,13 +38,10 @@ class PackageRequest:
     def folder_date(self) -> datetime.date:
         return self.date or datetime.datetime.now(datetime.timezone.utc).date()
 
-    def target_on(self, track: str) -> Path:
-        """records/<track dir>/YYYY-MM-DD_<slug>"""
-        return self.out / TRACK_DIRS[track] / f"{self.folder_date.isoformat()}_{self.folder_slug}"
-
     @property
     def target(self) -> Path:
-        return self.target_on(self.track)
+        """records/<track dir>/YYYY-MM-DD_<slug>"""
+        return self.out / TRACK_DIRS[self.track] / f"{self.folder_date.isoformat()}_{self.folder_slug}"
 
 
 def slug_of(name: str) -> str:
