@@ -81,9 +81,8 @@ class _Bindings:
         self.sibling_imports: set[str] = set()  # local names bound by `import sibling`
         scopes = wrapper.resolve(ScopeProvider)
         for scope in {s for s in scopes.values() if s is not None}:
-            if isinstance(scope, ClassScope):
-                continue
-            for a in scope.assignments:
+            # a class body's own names are attributes, kept; the names it reads are renamed below
+            for a in () if isinstance(scope, ClassScope) else scope.assignments:
                 if not self._renamable(a):
                     continue
                 node = a.node

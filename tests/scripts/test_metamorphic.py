@@ -48,6 +48,7 @@ TTT_STEPS = int(os.environ.get("TTT_STEPS", "2"))
 
 class NgramTable:
     order = 2
+    steps = TTT_STEPS  # a class body reading a module-level name: renamed with it
 
     def __init__(self, val_tokens, smoothing=1.0):
         self.counts = Tally(zip(val_tokens, val_tokens[1:]))
@@ -84,7 +85,7 @@ def eval_val(val_tokens, stride, table):
 
 if __name__ == "__main__":
     val = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5]
-    print(eval_val(val, stride=3, table=NgramTable(val, smoothing=0.5)), NgramTable.order)
+    print(eval_val(val, stride=3, table=NgramTable(val, smoothing=0.5)), NgramTable.order, NgramTable.steps)
 ''',
     "README.md": "A program for the rewrites' tests.\n",
 }
