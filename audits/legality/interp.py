@@ -568,10 +568,14 @@ class FunctionWalk:
         lid = self.path
         is_for = isinstance(node, cst.For)
         header = self.value(node.iter) if is_for else self.value(node.test)
+        # `while i < n: ...; i += 1` steps its counter as `for i in range(n)` steps its target;
+        # a `while` with none (`while True:`, a `next()` in the body) marks every name it binds
+        counters = () if is_for else syntax.counters(node)
+        blanket = not is_for and not counters
         entry = dict(self.env)
         label = ("iter", lid)
         self.loops += (lid,)
-        if not is_for:
+        if blanket:
             self.while_loops += (lid,)
         self.loop_entry.append(set(entry))
         body = compound_blocks(node)[0]
@@ -584,6 +588,8 @@ class FunctionWalk:
                 zeroed.discard(lid)
             if is_for:
                 self.bind(node.target, operators.as_bytes(header) | {label})
+            for name in counters:  # this iteration's position, not data kept from the last one
+                self.env[name] = (self.env.get(name, EMPTY) - {("prev", lid)}) | header | {label}
             self.block(body, 0)
             last = self.env
             self.env = env.join(entry, env.back_edge(self.env, entry, lid))
@@ -593,14 +599,14 @@ class FunctionWalk:
         self.env = {name: taint | {TARGET} if TARGET in last.get(name, EMPTY) else taint
                     for name, taint in self.env.items()}
         self.recording = recording
-        if is_for and self.saw_piece:  # tokenizer pieces were read in the body: a byte table?
+        if self.saw_piece:  # tokenizer pieces were read in the body: a byte table?
             table = shapes.piece_table_loop(node, lambda n: self.p.literal(self.rel, n))
             if table is not None:
                 self.emit(Event("pieces", self.site(node), flags=frozenset(k for k, v in table.items() if v)))
         self.saw_piece = saw_piece or self.saw_piece
         self.loop_entry.pop()
         self.loops = self.loops[:-1]
-        if not is_for:
+        if blanket:
             self.while_loops = self.while_loops[:-1]
         if node.orelse is not None:
             self.block(compound_blocks(node)[1], 1)

@@ -188,7 +188,7 @@ def mentions(expr: cst.BaseExpression, spelled: str) -> bool:
     return False
 
 
-def piece_table_loop(loop: cst.For, literal) -> dict | None:
+def piece_table_loop(loop: cst.For | cst.While, literal) -> dict | None:
     """A loop over token ids that builds a bytes-per-token table from tokenizer pieces: which of
     the three cases (byte-fallback pieces, the leading-space marker, plain pieces) it handles.
     `literal` gives the string a module-level name stands for (`SPACE = "\\u2581"`)."""
@@ -206,7 +206,7 @@ def piece_table_loop(loop: cst.For, literal) -> dict | None:
     }
 
 
-def _space_in_table_and_flagged(loop: cst.For) -> bool:
+def _space_in_table_and_flagged(loop: cst.For | cst.While) -> bool:
     """Does the loop count a piece's leading space in the table (`len(piece[1:].encode()) + 1`)
     and also mark the piece in a flag table (`has_space[i] = True`), which the evaluation adds
     as one more byte? Then every space is counted twice."""

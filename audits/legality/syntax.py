@@ -129,3 +129,48 @@ def leaves(stmts) -> bool:
         name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
         return name in ("exit", "_exit", "quit")
     return False
+
+
+def counters(loop: cst.While) -> tuple[str, ...]:
+    """The names a `while` test compares that its body binds again (`while i < n: ...; i += 1`,
+    `while start < total: ...; start = end`): the loop's counters, which step through values as
+    the target of a `for` over a range does."""
+    compared: set[str] = set()
+    stack = [loop.test]
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, cst.BooleanOperation):
+            stack += [cur.left, cur.right]
+        elif isinstance(cur, cst.UnaryOperation):
+            stack.append(cur.expression)
+        elif isinstance(cur, cst.Comparison):
+            for side in [cur.left] + [c.comparator for c in cur.comparisons]:
+                compared |= {n.value for n in name_nodes(side)}
+    bound = _Bound()
+    loop.body.visit(bound)
+    return tuple(sorted(compared & bound.names))
+
+
+class _Bound(cst.CSTVisitor):
+    """Names a block binds by assignment, outside the functions and classes it defines."""
+
+    def __init__(self):
+        self.names: set[str] = set()
+
+    def visit_FunctionDef(self, node) -> bool:
+        return False
+
+    def visit_ClassDef(self, node) -> bool:
+        return False
+
+    def visit_Lambda(self, node) -> bool:
+        return False
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self.names.update(names(node.target))
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.names.update(names(node.target))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.names.update(names(node.target))
