@@ -40,10 +40,14 @@ import score_corpus
 from rewrites import REWRITES
 
 from audits import catalogue
-from audits.submission import codesize
+from audits.registry import LEVELS, PASS
+from audits.submission import codesize, load
 from audits.submission.gitdiff import parse_changes
 
 LEGALITY = tuple(sorted(r.id for r in catalogue.RULES if r.family == "legality" and r.id != "VAL_SUBSET"))
+# Model bytes + code bytes against the cap: a rewrite changes the code's bytes by what it is (a
+# wrapper, a second file, longer or shorter names), so this rule may move with them (see _size_only).
+SIZE_RULE = "ARTIFACT_OVER_CAP"
 GRAMMARS = ("python3.12", "python3.13")  # tried, where installed, for a file this Python cannot compile
 
 
@@ -232,18 +236,56 @@ def _arguments(folder: Path, out: Path) -> list[str]:
 
 # --- comparing --------------------------------------------------------------------------------
 
-def _outcome(path: Path) -> tuple[str, frozenset[str]] | None:
-    """(verdict, blocking rules) of an audit's JSON, or None when there is none."""
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    verdict: str
+    blocking: frozenset[str]
+    without_size: tuple[str, frozenset[str]]  # the same as if SIZE_RULE had found nothing
+
+    def key(self) -> tuple[str, frozenset[str]]:
+        return self.verdict, self.blocking
+
+
+def _outcome(path: Path) -> Outcome | None:
+    """The verdict and blocking rules of an audit's JSON, or None when there is none."""
     try:
         report = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    verdicts = [s["verdict"] for s in report["submissions"]]
-    blocking = frozenset(f["rule"] for s in report["submissions"] for f in s["findings"] if f["level"] != "PASS")
-    return " ".join(verdicts) or "NONE", blocking
+    subs = report["submissions"]
+    blocking = frozenset(f["rule"] for s in subs for f in s["findings"] if f["level"] != PASS)
+    apart = [min((f["level"] for f in s["findings"] if f["rule"] != SIZE_RULE), key=LEVELS.index, default=PASS)
+             for s in subs]
+    return Outcome(" ".join(s["verdict"] for s in subs) or "NONE", blocking,
+                   (" ".join(apart) or "NONE", blocking - {SIZE_RULE}))
 
 
-def compare(variants: list[Variant], outcomes: dict[Path, tuple[str, frozenset[str]] | None], rewrites: list[str]):
+def _code_bytes(folder: Path) -> int | None:
+    """The code bytes the cap counts for the folder, as the audit counts them."""
+    try:
+        sub = load(folder)
+        return sum(codesize.counted_bytes(s.data, s.source) for s in codesize.code_that_runs(sub))
+    except Exception:  # a folder the audit could read but this count cannot: not set aside
+        return None
+
+
+def _size_only(base: Outcome, after: Outcome, before_folder: Path, after_folder: Path) -> str | None:
+    """Where the pair differs only by SIZE_RULE, and the rewrite moved the code bytes the cap
+    counts the way the rule moved (gained with more bytes, lost with fewer), why the difference is
+    the rewrite's own (the logs, the rule's other input, are the same files); else None."""
+    if base.without_size != after.without_size:
+        return None
+    gained = SIZE_RULE in after.blocking
+    if gained == (SIZE_RULE in base.blocking):
+        return None
+    before_bytes, after_bytes = _code_bytes(before_folder), _code_bytes(after_folder)
+    if before_bytes is None or after_bytes is None or (after_bytes > before_bytes) != gained \
+            or after_bytes == before_bytes:
+        return None
+    return f"{SIZE_RULE} {'gained' if gained else 'lost'}: code bytes {before_bytes:,} -> {after_bytes:,}"
+
+
+def compare(variants: list[Variant], outcomes: dict[Path, Outcome | None], rewrites: list[str]):
     """The per-pair results, the table per rewrite and the table per blocking rule."""
     by_case = collections.defaultdict(dict)
     for v in variants:
@@ -263,9 +305,13 @@ def compare(variants: list[Variant], outcomes: dict[Path, tuple[str, frozenset[s
                 if after is None:
                     row["status"] = "audit failed"
                 else:
-                    row["status"] = "unchanged" if after == base else "changed"
-                    row["before"] = {"verdict": base[0], "blocking": sorted(base[1])}
-                    row["after"] = {"verdict": after[0], "blocking": sorted(after[1])}
+                    row["status"] = "unchanged" if after.key() == base.key() else "changed"
+                    if row["status"] == "changed":
+                        why = _size_only(base, after, vs[""].folder, v.folder)
+                        if why is not None:
+                            row["status"], row["set_aside"] = "unchanged", why
+                    row["before"] = {"verdict": base.verdict, "blocking": sorted(base.blocking)}
+                    row["after"] = {"verdict": after.verdict, "blocking": sorted(after.blocking)}
             pairs.append(row)
     per_rewrite = {}
     for name in rewrites:
@@ -279,6 +325,8 @@ def compare(variants: list[Variant], outcomes: dict[Path, tuple[str, frozenset[s
         if "before" not in p:
             continue
         before, after = set(p["before"]["blocking"]), set(p["after"]["blocking"])
+        if "set_aside" in p:  # counted unchanged: the size rule as it was before the rewrite
+            after = (after - {SIZE_RULE}) | (before & {SIZE_RULE})
         for rule in before:
             per_rule[rule]["pairs"] += 1
             per_rule[rule]["kept" if rule in after else "lost"] += 1
@@ -320,6 +368,11 @@ def markdown(pairs, per_rewrite, per_rule) -> str:
             lines.append(f"- {p['case']}, {p['rewrite']}: {b['verdict']} -> {a['verdict']}"
                          + (f"; lost {', '.join(lost)}" if lost else "")
                          + (f"; gained {', '.join(gained)}" if gained else ""))
+    aside = [p for p in pairs if "set_aside" in p]
+    if aside:
+        lines += ["", "Counted unchanged: the rule moved with the code bytes the rewrite changed "
+                  "(the cap counts them):"]
+        lines += [f"- {p['case']}, {p['rewrite']}: {p['set_aside']}" for p in aside]
     broken = [p for p in pairs if _kind(p["status"]) in ("rewrite failed", "audit failed")]
     if broken:
         lines += ["", "Failures (a rewrite's are the harness's to fix; an audit's are the audit's):"]

@@ -180,15 +180,51 @@ def test_output_that_does_not_compile_is_the_rewrites_fault():
     assert metamorphic._invalid(files, {"train_gpt.py": b"x = 2\n"}) is None
 
 
+def _size_pair(tmp: Path, after_files: dict[str, bytes], after: metamorphic.Outcome):
+    """compare() on one pair: the program as the original (found under the cap), `after_files`
+    as the rewrite with outcome `after`."""
+    variants, outcomes = [], {}
+    for rewrite, files, outcome in (("", _program(), _found("PASS")), ("sibling_module", after_files, after)):
+        folder = tmp / (rewrite or "original") / "folder"
+        folder.mkdir(parents=True)
+        for rel, data in files.items():
+            (folder / rel).write_bytes(data)
+        variants.append(metamorphic.Variant("case", rewrite, "audit", folder))
+        outcomes[folder] = outcome
+    pairs, per_rewrite, per_rule = metamorphic.compare(variants, outcomes, ["sibling_module"])
+    return pairs[0], per_rule
+
+
+def _found(verdict: str, *levels: tuple[str, str]) -> metamorphic.Outcome:
+    blocking = frozenset(rule for rule, _ in levels)
+    rest = [level for rule, level in levels if rule != metamorphic.SIZE_RULE]
+    return metamorphic.Outcome(verdict, blocking, (min(rest, key=metamorphic.LEVELS.index, default="PASS"),
+                                                   blocking - {metamorphic.SIZE_RULE}))
+
+
+def test_the_cap_moving_with_the_code_bytes_a_rewrite_added_is_the_rewrites_own(tmp_path):
+    over = _found("ILLEGAL", (metamorphic.SIZE_RULE, "ILLEGAL"))
+    split = REWRITES["sibling_module"](_program())  # a second file: more code bytes counted
+    pair, per_rule = _size_pair(tmp_path / "more", split, over)
+    assert pair["status"] == "unchanged" and pair["set_aside"].startswith(f"{metamorphic.SIZE_RULE} gained")
+    assert metamorphic.SIZE_RULE not in per_rule
+    # fewer code bytes cannot push the total over the cap: the gain is the audit's to explain
+    fewer = {**_program(), "train_gpt.py": b"print(1)\n"}
+    pair = _size_pair(tmp_path / "fewer", fewer, over)[0]
+    assert pair["status"] == "changed"
+    folders = [tmp_path / "fewer" / name / "folder" for name in ("original", "sibling_module")]
+    assert metamorphic._code_bytes(folders[1]) < metamorphic._code_bytes(folders[0])
+    # another rule moving with it is a change whatever the bytes did
+    both = _found("ILLEGAL", (metamorphic.SIZE_RULE, "ILLEGAL"), ("SLOT", "ILLEGAL"))
+    assert _size_pair(tmp_path / "both", split, both)[0]["status"] == "changed"
+
+
 # --- the audit keeps its verdicts under the rewrites ---------------------------------------------
 
 CASES = metamorphic.load_cases([FIXTURES / "corpus_reduced"], [FIXTURES / "legality"])
 
 # (case, rewrite) -> the mechanism the change exposes
-_TABLE_LOOP = "a byte table built in a `while` loop is not read as one: only a `for` loop's body is matched as a table"
-KNOWN: dict[tuple[str, str], str] = {
-    ("fixture/bpb_space_counted_twice", "for_to_while"): _TABLE_LOOP,
-}
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 def _sample() -> list[tuple[metamorphic.Case, str]]:
