@@ -18,9 +18,14 @@ import posixpath
 
 import libcst as cst
 from libcst.metadata import (
-    Assignment, BuiltinAssignment, ClassScope, ImportAssignment, ScopeProvider,
+    Assignment,
+    BuiltinAssignment,
+    ClassScope,
+    ImportAssignment,
+    ScopeProvider,
 )
 
+from audits.legality.imports import dotted
 from rewrites import source
 
 KEPT = {"self", "cls"}
@@ -116,7 +121,7 @@ class _Bindings:
                 self.sibling_imports.add(a.name)
             return False
         if isinstance(a, ImportAssignment) and isinstance(a.node, cst.ImportFrom):
-            return not isinstance(a.node.names, cst.ImportStar) and _dotted(a.node.module) != "__future__"
+            return not isinstance(a.node.names, cst.ImportStar) and dotted(a.node.module) != "__future__"
         return True
 
 
@@ -156,14 +161,6 @@ class _Spelled(cst.CSTVisitor):
             value = node.evaluated_value
             if isinstance(value, str) and value.isidentifier():
                 self.b.spelled.add(value)
-
-
-def _dotted(node) -> str:
-    if node is None:
-        return ""
-    if isinstance(node, cst.Name):
-        return node.value
-    return f"{_dotted(node.value)}.{node.attr.value}"
 
 
 class _Params(cst.CSTVisitor):
@@ -272,9 +269,9 @@ class _Renamer(cst.CSTTransformer):
         return updated.with_changes(names=names)
 
     def leave_ImportFrom(self, original, updated):
-        if isinstance(updated.names, cst.ImportStar) or _dotted(updated.module) == "__future__":
+        if isinstance(updated.names, cst.ImportStar) or dotted(updated.module) == "__future__":
             return updated
-        module = _dotted(updated.module).split(".")[-1] if updated.module is not None else ""
+        module = (dotted(updated.module) or "").split(".")[-1] if updated.module is not None else ""
         sibling = module in self.b.siblings
         exported = self.top.get(module, set())
         names = []

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from audits.legality.imports import dotted
 from rewrites import source
 
 _SWAP = {"SGD": "AdamW", "Adam": "SGD", "AdamW": "SGD"}
@@ -51,7 +52,7 @@ def _optim_names(m: cst.Module) -> dict[str, str]:
     for stmt in m.body:
         if isinstance(stmt, cst.SimpleStatementLine):
             for s in stmt.body:
-                if (isinstance(s, cst.ImportFrom) and _dotted(s.module) == "torch.optim"
+                if (isinstance(s, cst.ImportFrom) and dotted(s.module) == "torch.optim"
                         and not isinstance(s.names, cst.ImportStar)):
                     for alias in s.names:
                         local = alias.asname.name.value if alias.asname else alias.name.value
@@ -59,23 +60,12 @@ def _optim_names(m: cst.Module) -> dict[str, str]:
     return found
 
 
-def _dotted(node) -> str:
-    if node is None:
-        return ""
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return f"{_dotted(node.value)}.{node.attr.value}"
-    return ""
-
-
 def _optimizer(func, bare: dict[str, str]) -> str | None:
     """SGD / Adam / AdamW where the call is of torch.optim's class, else None."""
     if isinstance(func, cst.Name):
         name = bare.get(func.value)
         return name if name in _SWAP else None
-    dotted = _dotted(func)
-    parts = dotted.split(".")
+    parts = (dotted(func) or "").split(".")
     return parts[-1] if parts[-1] in _SWAP and len(parts) > 1 and parts[-2] == "optim" else None
 
 
@@ -114,6 +104,6 @@ def _plain_torch_import(m: cst.Module) -> int | None:
     for i, stmt in enumerate(m.body):
         if isinstance(stmt, cst.SimpleStatementLine):
             for s in stmt.body:
-                if isinstance(s, cst.Import) and any(a.asname is None and _dotted(a.name) == "torch" for a in s.names):
+                if isinstance(s, cst.Import) and any(a.asname is None and dotted(a.name) == "torch" for a in s.names):
                     return i
     return None
