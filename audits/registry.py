@@ -74,6 +74,9 @@ class Rule:
     # seconds of CPU; the smoke import runs code). With it off the rule is "not checked".
     needs_option: str | None = None
     level: str = ""  # ILLEGAL or NEEDS_ACTION; every row states it
+    # Its place in its family's list, where the rows come from modules found in no order (one
+    # module per legality rule); a family module lists its rows in order and leaves it 0.
+    place: int = 0
 
     @property
     def primary_source(self) -> str:

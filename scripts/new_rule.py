@@ -1,20 +1,21 @@
-"""Start a new rule: its row, documentation stub and check in its family's home, its line in the
-catalogue test, and the fixtures or tests that will prove it.
+"""Start a new rule: its row, documentation stub and check in its family's home, and the fixtures
+or tests that will prove it.
 
     python scripts/new_rule.py ANSWER_PEEK --family legality --severity FAIL --level ILLEGAL \
         --summary "No score reads the answer before predicting it." --condition C1
     python scripts/new_rule.py LOG_TRUNCATED --family metadata --severity WARN --level NEEDS_ACTION \
         --summary "Every seed's log reaches its final score line."
 
-A legality rule gets its own module in audits/rules/legality/ (registered in the package's
-__init__ after the other rules) with its row, a reading and its words, a recognizer that reads no
-event yet (it decides which of the analysis' events make the rule's verdicts) and its check; and
-one violating and one legal fixture in tests/fixtures/legality/RULE_ID_LOWER/ with `# fixture:` and
-`# expect:` markers (tests/audits/legality/test_fixtures.py picks them up; it asks for a second
-violation). Another family gets the row and check appended to audits/rules/FAMILY.py and a test
-file with a failing test and a quiet test to fill in. Every rule gets its severity (and its #1017
-conditions) in tests/audits/test_catalogue.py. Every generated piece fails the test suite until it
-is written for real: the recognizer reads nothing, the fixtures mark nothing.
+A legality rule gets its own module in audits/rules/legality/ (the package imports every module
+in it; the row's `place` puts the rule last in the catalogue) with its row, a reading and its
+words, a recognizer that reads no event yet (it decides which of the analysis' events make the
+rule's verdicts) and its check; one violating and one legal fixture in
+tests/fixtures/legality/RULE_ID_LOWER/ with `# fixture:` and `# expect:` markers
+(tests/audits/legality/test_fixtures.py picks them up; it asks for a second violation); and its
+line in docs/legality.md's table of the rules, which tests/audits/test_catalogue.py reads. Another
+family gets the row and check appended to audits/rules/FAMILY.py and a test file with a failing
+test and a quiet test to fill in. Every generated piece fails the test suite until it is written
+for real: the recognizer reads nothing, the fixtures mark nothing.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from audits import catalogue
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "audits" / "rules"
+DOCS = ROOT / "docs" / "legality.md"
 FAMILIES = ("layout", "metadata", "significance", "requirements", "budgets", "python", "smoke",
             "legality", "probe", "input")
 
@@ -44,15 +46,16 @@ DOC = '''    """What it checks: TODO.
 
 
 def row(rule_id: str, severity: str, level: str, family: str, summary: str,
-        conditions: list[str]) -> str:
+        conditions: list[str], place: int = 0) -> str:
     conds = f", ({', '.join(conditions)},)" if conditions else ""
+    placed = f", place={place}" if place else ""
     return (f'    Rule("{rule_id}", {severity}, "{family}",\n'
             f'         {summary!r},\n'
-            f'         (pgolf("TODO: the source this rule rests on"),){conds}, level={level}),\n')
+            f'         (pgolf("TODO: the source this rule rests on"),){conds}, level={level}{placed}),\n')
 
 
 def legality_module(rule_id: str, severity: str, level: str, summary: str,
-                    conditions: list[str]) -> str:
+                    conditions: list[str], place: int) -> str:
     names = sorted({"Rule", "Words", "check", "pgolf", "rules", "words", severity, level, *conditions},
                    key=lambda s: (s[0].islower(), s))
     return (f'"""{rule_id}: the rule, its words and its check."""\n\n'
@@ -60,7 +63,7 @@ def legality_module(rule_id: str, severity: str, level: str, summary: str,
             "from audits.legality.judge import recognizer\n"
             f"from audits.registry import {', '.join(names)}\n"
             "from audits.rules.legality.evidence import findings\n\n"
-            f"RULES = rules(\n{row(rule_id, severity, level, 'legality', summary, conditions)})\n"
+            f"RULES = rules(\n{row(rule_id, severity, level, 'legality', summary, conditions, place)})\n"
             "# Its readings (the keys of its words).\n"
             'FOUND = "found"\n'
             "WORDS = words(\n"
@@ -108,17 +111,19 @@ def write_new(path: Path, text: str) -> None:
     print(f"wrote {path.relative_to(ROOT)}")
 
 
-def catalogue_test(text: str, rule_id: str, severity: str, conditions: list[str]) -> str:
-    """tests/audits/test_catalogue.py with the rule's severity in SPEC and its #1017 conditions, if
-    any, in CONDITIONS (both dicts end with a closing brace)."""
-    head, sep, tail = text.partition("\n}\nCONDITIONS = {")
-    body, brace, rest = tail.partition("}\n")
-    if not brace:
-        raise SystemExit("error: no `SPEC = {...}` then `CONDITIONS = {...}` in tests/audits/test_catalogue.py")
-    if conditions:
-        codes = ", ".join(f'"{c}"' for c in conditions) + ("," if len(conditions) == 1 else "")
-        body += f',\n              "{rule_id}": ({codes})'
-    return f'{head}\n    "{rule_id}": "{severity}",{sep}{body}{brace}{rest}'
+def docs_table(text: str, rule_id: str, severity: str, conditions: list[str]) -> str:
+    """docs/legality.md with the rule's line at the end of its table under `## The rules`."""
+    lines = text.split("\n")
+    try:
+        at = lines.index("## The rules")
+        while not lines[at].startswith("|"):
+            at += 1
+        while lines[at].startswith("|"):
+            at += 1
+    except (ValueError, IndexError):
+        raise SystemExit("error: no table under `## The rules` in docs/legality.md") from None
+    lines.insert(at, f"| `{rule_id}` | {severity} | {', '.join(conditions)} | TODO: what makes its finding |")
+    return "\n".join(lines)
 
 
 def add_to_family(rule_id: str, args) -> None:
@@ -151,23 +156,21 @@ def main() -> int:
         raise SystemExit(f"error: {rule_id!r} is not UPPER_SNAKE_CASE")
     if rule_id in catalogue.BY_ID:
         raise SystemExit(f"error: {rule_id} is registered already; IDs are never reused")
+    if args.condition and args.family != "legality":
+        raise SystemExit("error: --condition is for legality rules (the #1017 conditions are theirs)")
     name = rule_id.lower()
-    spec = ROOT / "tests" / "audits" / "test_catalogue.py"
-    expected = catalogue_test(spec.read_text(), rule_id, args.severity, args.condition)
     if args.family == "legality":
+        docs = docs_table(DOCS.read_text(), rule_id, args.severity, args.condition)
+        place = 1 + max(rule.place for rule in catalogue.RULES if rule.family == "legality")
         write_new(RULES / "legality" / f"{name}.py",
-                  legality_module(rule_id, args.severity, args.level, args.summary, args.condition))
-        init = RULES / "legality" / "__init__.py"
-        text = init.read_text()
-        init.write_text(text.replace("\n)\n", f"\n    {name},\n)\n", 1))
-        print(f"registered it in {init.relative_to(ROOT)}")
+                  legality_module(rule_id, args.severity, args.level, args.summary, args.condition, place))
         fixtures = ROOT / "tests" / "fixtures" / "legality" / name
         write_new(fixtures / f"{name}_violation.py", legality_fixture(rule_id, "violation"))
         write_new(fixtures / f"{name}_legal.py", legality_fixture(rule_id, "legal"))
+        DOCS.write_text(docs)
+        print(f"added its line to the table of the rules in {DOCS.relative_to(ROOT)}")
     else:
         add_to_family(rule_id, args)
-    spec.write_text(expected)
-    print(f"added it to SPEC{' and CONDITIONS' if args.condition else ''} in {spec.relative_to(ROOT)}")
     return 0
 
 

@@ -1,13 +1,22 @@
-"""The rule catalogue matches the spec, and every check is documented like the others."""
+"""The rule catalogue matches the spec, every check is documented like the others, and every
+legality rule is whole: its module, its line in docs/legality.md's table (its severity and #1017
+conditions), its fixtures. (Its words: tests/audits/legality/test_rule_homes.py.)"""
 
 import inspect
+import re
+from pathlib import Path
 
 from audits import catalogue, compliance, registry
 from audits.context import AuditOptions
 from audits.findings import Severity
+from audits.legality.judge import RECOGNIZERS
 from audits.report import rules as rules_text
+from tests.legality_fixtures import ROOT as FIXTURES
+from tests.legality_fixtures import fixtures
 
-# The IDs and severities of the project's rule spec (docs: the rule catalogue the audit enforces).
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "legality.md"
+# The IDs and severities of the project's rule spec (docs: the rule catalogue the audit enforces);
+# the legality rules' are in docs/legality.md's table.
 SPEC = {
     "LAYOUT_NOT_SINGLE_FOLDER": "FAIL", "FOLDER_NAME": "WARN", "MISSING_FILES": "FAIL",
     "SUBMISSION_JSON_INVALID": "FAIL", "SUBMISSION_JSON_MISMATCH": "FAIL", "FEWER_THAN_3_SEEDS": "WARN",
@@ -15,17 +24,18 @@ SPEC = {
     "ARTIFACT_OVER_CAP": "FAIL", "ARTIFACT_LITERAL_OVER_CAP": "WARN", "TRAIN_OVER_BUDGET": "FAIL",
     "GPTQ_CALIB_AFTER_BUDGET": "FAIL", "EVAL_OVER_BUDGET": "FAIL",
     "PY_SYNTAX_TOO_NEW": "FAIL", "PY_STDLIB_TOO_NEW": "WARN", "IMPORT_FAIL": "FAIL", "IMPORT_STUB_LIMIT": "WARN",
-    "TTT_SCORE_AFTER_ADAPT": "FAIL", "PREQUANT_TTT_ON_VAL": "FAIL", "VAL_DATA_IN_TRAINING": "FAIL",
-    "PAID_PREFIX": "FAIL", "GPTQ_CALIB_ON_VAL": "FAIL", "SLOT": "FAIL", "ETLB": "FAIL",
-    "NGRAM_TARGET_IN_KEY": "FAIL", "NGRAM_NOT_NORMALIZED": "FAIL", "TWO_PASS_RESCORE": "FAIL",
-    "BYTE_MIXTURE_NOT_NORMALIZED": "FAIL", "REALIZED_TOKEN_GATE": "FAIL", "BOS_CROSS_DOC_LEAK": "FAIL",
-    "BPB_BYTE_ACCOUNTING": "WARN", "VAL_SUBSET": "FAIL", "TRAIN_DATA_AT_EVAL": "FAIL", "NETWORK_AT_EVAL": "FAIL",
 }
-CONDITIONS = {"TTT_SCORE_AFTER_ADAPT": ("C3",), "PREQUANT_TTT_ON_VAL": ("C3",), "PAID_PREFIX": ("C1",),
-              "GPTQ_CALIB_ON_VAL": ("C1",), "SLOT": ("C1", "C3"), "ETLB": ("C1", "C3"),
-              "NGRAM_TARGET_IN_KEY": ("C2",), "NGRAM_NOT_NORMALIZED": ("C2",), "TWO_PASS_RESCORE": ("C4",),
-              "BYTE_MIXTURE_NOT_NORMALIZED": ("C2",), "REALIZED_TOKEN_GATE": ("C1",), "BOS_CROSS_DOC_LEAK": ("C1",)}
+LEGALITY = [rule for rule in catalogue.RULES if rule.family == "legality"]
 HEADINGS = ("What it checks:", "Why it matters:", "Illegal", "Legal:", "Known limits:")
+
+
+def _table() -> list[tuple[str, str, tuple[str, ...]]]:
+    """docs/legality.md's table of the rules: (id, severity, #1017 conditions) per line."""
+    text = DOCS.read_text(encoding="utf-8")
+    start = text.index("\n## The rules\n")
+    section = text[start:text.index("\n## ", start + 1)]
+    rows = re.findall(r"(?m)^\| `(\w+)` \| (FAIL|WARN) \|([C0-9, ]*)\|", section)
+    return [(rule, severity, tuple(conds.replace(",", " ").split())) for rule, severity, conds in rows]
 
 
 def test_every_spec_rule_is_in_the_catalogue_with_its_severity():
@@ -33,17 +43,40 @@ def test_every_spec_rule_is_in_the_catalogue_with_its_severity():
         assert str(catalogue.get(rule_id).severity) == severity, rule_id
 
 
-def test_conditions_and_sources():
+def test_the_docs_table_lists_the_legality_rules_in_the_catalogue_order_with_severity_and_conditions():
+    assert [(r.id, str(r.severity), tuple(c.split()[-1] for c in r.conditions)) for r in LEGALITY] == _table()
+
+
+def test_legality_rules_have_distinct_places():
+    places = [rule.place for rule in LEGALITY]
+    assert all(places) and len(set(places)) == len(places), places
+
+
+def test_only_legality_rules_name_1017_conditions_and_every_source_is_a_link():
     for rule in catalogue.RULES:
         assert rule.sources and all(s.url.startswith("https://") for s in rule.sources), rule.id
-        expected = CONDITIONS.get(rule.id, ())
-        assert tuple(c.split()[-1] for c in rule.conditions) == expected, rule.id
+        assert rule.family == "legality" or not rule.conditions, rule.id
 
 
 def test_rules_beyond_the_spec_say_why_they_exist():
     for rule in catalogue.RULES:
-        if rule.id not in SPEC:
+        if rule.id not in SPEC and rule.family != "legality":
             assert rule.sources[0].label.startswith("pgolf: "), rule.id
+
+
+def test_a_legality_rule_is_the_module_named_after_it():
+    for rule in LEGALITY:
+        assert registry.CHECKS[rule.id].__module__ == f"audits.rules.legality.{rule.id.lower()}", rule.id
+
+
+def test_every_rule_the_analysis_reads_has_violating_and_legal_fixtures_in_its_folder():
+    roles: dict[str, set] = {}
+    for fixture in fixtures():
+        roles.setdefault(fixture.path.parent.name, set()).update(fixture.roles)
+    for rule in RECOGNIZERS:
+        have = roles.get(rule.lower(), set())
+        for role in ("violation", "legal"):
+            assert (rule, role) in have, f"{rule}: no {role} fixture in {FIXTURES.name}/{rule.lower()}/"
 
 
 def test_ids_are_unique_and_upper_snake():

@@ -11,7 +11,7 @@ from audits.rules.legality.evidence import findings
 RULES = rules(
     Rule("BOS_CROSS_DOC_LEAK", FAIL, "legality",
          "Previous-token mixing paths are masked at document starts (BOS).",
-         (pr(1797, "audit"), pr(1851, "fix")), (C1,), level=ILLEGAL),
+         (pr(1797, "audit"), pr(1851, "fix")), (C1,), level=ILLEGAL, place=13),
 )
 # Its readings (the keys of its words).
 UNMASKED, MASKED, PAST_CONTEXT = "unmasked", "masked", "past_context"

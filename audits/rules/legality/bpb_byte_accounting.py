@@ -20,7 +20,7 @@ RULES = rules(
     Rule("BPB_BYTE_ACCOUNTING", WARN, "legality",
          "Bytes per token come from the tokenizer's pieces (leading space, byte fallback, "
          "control tokens handled).",
-         (issue(1017, "section V"), pr(1806, "Scylla record removed"), issue(897)), level=ILLEGAL),
+         (issue(1017, "section V"), pr(1806, "Scylla record removed"), issue(897)), level=ILLEGAL, place=14),
 )
 
 _FALLBACK = "byte-fallback pieces (<0x41>) are counted by the length of their text, 6 bytes instead of 1"

@@ -11,7 +11,7 @@ from audits.rules.legality.native_evidence import native_findings
 RULES = rules(
     Rule("BYTE_MIXTURE_NOT_NORMALIZED", FAIL, "legality",
          "Byte-level model mixtures still give a normalized distribution over tokens.",
-         (issue(1872), pr(1902)), (C2,), level=ILLEGAL),
+         (issue(1872), pr(1902)), (C2,), level=ILLEGAL, place=11),
 )
 # Its readings (the keys of its words).
 OWN_BYTES, SPREAD = "own_bytes", "spread"

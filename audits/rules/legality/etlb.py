@@ -11,7 +11,7 @@ from audits.rules.legality.evidence import findings
 RULES = rules(
     Rule("ETLB", FAIL, "legality",
          "No eval-time logit bias fitted on the tokens it is applied to.",
-         (pr(1399),), (C1, C3), level=ILLEGAL),
+         (pr(1399),), (C1, C3), level=ILLEGAL, place=7),
 )
 # Its readings (the keys of its words).
 OWN_TARGETS, CONTEXT_ONLY, SCORED_BEFORE = "own_targets", "context_only", "scored_before"

@@ -11,7 +11,7 @@ RULES = rules(
     Rule("GPTQ_CALIB_ON_VAL", FAIL, "legality",
          "Quantization calibration never reads validation tokens.",
          (pr(728), pr(1919), pr(1019, "self-generated calibration is legal")), (C1,),
-        level=ILLEGAL),
+        level=ILLEGAL, place=5),
 )
 # Its readings (the keys of its words).
 ON_VALIDATION, ON_TRAINING, ON_GENERATED = "on_validation", "on_training", "on_generated"

@@ -11,7 +11,7 @@ from audits.rules.legality.evidence import findings
 RULES = rules(
     Rule("NETWORK_AT_EVAL", FAIL, "legality",
          "No downloads or network calls during evaluation.",
-         (readme("FAQ, evaluation"),), level=ILLEGAL),
+         (readme("FAQ, evaluation"),), level=ILLEGAL, place=17),
 )
 # Its readings (the keys of its words).
 WHILE_SCORING, BEFORE_SCORING = "while_scoring", "before_scoring"

@@ -10,7 +10,7 @@ from audits.rules.legality.evidence import findings
 RULES = rules(
     Rule("NGRAM_NOT_NORMALIZED", FAIL, "legality",
          "Cache or n-gram mixtures give a distribution that sums to 1 over the vocabulary.",
-         (pr(972), pr(978)), (C2,), level=ILLEGAL),
+         (pr(972), pr(978)), (C2,), level=ILLEGAL, place=9),
 )
 # Its readings (the keys of its words).
 NOT_RENORMALIZED, ADD_K, RENORMALIZED = "not_renormalized", "add_k", "renormalized"

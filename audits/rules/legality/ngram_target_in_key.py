@@ -11,7 +11,7 @@ RULES = rules(
     Rule("NGRAM_TARGET_IN_KEY", FAIL, "legality",
          "No hashed n-gram cache whose key includes the token being scored.",
          (pr(779, "ruled disallowed"), issue(677), pr(1514, "the legal renormalized tilt")), (C2,),
-        level=ILLEGAL),
+        level=ILLEGAL, place=8),
 )
 # Its readings (the keys of its words).
 TARGET_IN_KEY, CONTEXT_KEY = "target_in_key", "context_key"

@@ -11,7 +11,7 @@ from audits.rules.legality.evidence import findings
 RULES = rules(
     Rule("PAID_PREFIX", FAIL, "legality",
          "Validation tokens are not stored in the artifact.",
-         (readme("FAQ, paid prefix"), pr(168), pr(262)), (C1,), level=ILLEGAL),
+         (readme("FAQ, paid prefix"), pr(168), pr(262)), (C1,), level=ILLEGAL, place=4),
 )
 # Its readings (the keys of its words).
 SAVED, ANSWERS_READ = "saved", "answers_read"

@@ -11,7 +11,7 @@ from audits.rules.legality.evidence import findings
 RULES = rules(
     Rule("PREQUANT_TTT_ON_VAL", FAIL, "legality",
          "No fine-tuning on validation tokens before they are scored.",
-         (pr(1376), issue(677), pr(1902)), (C3,), level=ILLEGAL),
+         (pr(1376), issue(677), pr(1902)), (C3,), level=ILLEGAL, place=2),
 )
 # Its readings (the keys of its words).
 TRAINED_THEN_SCORED = "trained_then_scored"

@@ -11,7 +11,7 @@ from audits.rules.legality.native_evidence import native_findings
 RULES = rules(
     Rule("REALIZED_TOKEN_GATE", FAIL, "legality",
          "No mixture or tilt whose gate reads the token being scored.",
-         (pr(1967), pr(2018)), (C1,), level=ILLEGAL),
+         (pr(1967), pr(2018)), (C1,), level=ILLEGAL, place=12),
 )
 # Its readings (the keys of its words).
 GATE_READS_TARGET, NATIVE_GATE = "gate_reads_target", "native_gate"

@@ -12,7 +12,7 @@ RULES = rules(
     Rule("SLOT", FAIL, "legality",
          "No per-window parameters optimized on the window's own targets and then used to "
          "score them.",
-         (pr(1240, "proof of the violation"), issue(1336)), (C1, C3), level=ILLEGAL),
+         (pr(1240, "proof of the violation"), issue(1336)), (C1, C3), level=ILLEGAL, place=6),
 )
 # Its readings (the keys of its words).
 OWN_TARGETS, CONTEXT_ONLY = "own_targets", "context_only"

@@ -11,7 +11,7 @@ from audits.rules.legality.evidence import findings
 RULES = rules(
     Rule("TRAIN_DATA_AT_EVAL", FAIL, "legality",
          "Training shards are not read during evaluation.",
-         (readme("FAQ, evaluation"),), level=ILLEGAL),
+         (readme("FAQ, evaluation"),), level=ILLEGAL, place=16),
 )
 # Its readings (the keys of its words).
 TRAINS_WHILE_SCORING, IN_SCORE = "trains_while_scoring", "in_score"

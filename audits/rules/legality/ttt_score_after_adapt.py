@@ -12,7 +12,7 @@ RULES = rules(
     Rule("TTT_SCORE_AFTER_ADAPT", FAIL, "legality",
          "Tokens are scored before any update that used them, and never scored again after.",
          (readme("FAQ, test-time training"), issue(402), issue(677), pr(991)), (C3,),
-        level=ILLEGAL),
+        level=ILLEGAL, place=1),
 )
 
 _HINT = ("Score each chunk once, under torch.no_grad(), before any update that uses it; train on it "

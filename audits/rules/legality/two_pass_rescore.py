@@ -11,7 +11,7 @@ from audits.rules.legality.evidence import findings
 RULES = rules(
     Rule("TWO_PASS_RESCORE", FAIL, "legality",
          "Each token is scored once; no second pass and no picking the better pass.",
-         (pr(846), pr(853), pr(959), pr(659)), (C4,), level=ILLEGAL),
+         (pr(846), pr(853), pr(959), pr(659)), (C4,), level=ILLEGAL, place=10),
 )
 # Its readings (the keys of its words).
 SECOND_PASS, RESCORED_AFTER_ADAPT, BETTER_OF_TWO = "second_pass", "rescored_after_adapt", "better_of_two"

@@ -12,7 +12,7 @@ from audits.submission import runsettings
 RULES = rules(
     Rule("VAL_DATA_IN_TRAINING", FAIL, "legality",
          "Validation tokens never reach training or any state built before evaluation.",
-         (readme("FAQ, validation data"),), level=ILLEGAL),
+         (readme("FAQ, validation data"),), level=ILLEGAL, place=3),
 )
 
 _HINT = ("Train only on fineweb_train_* shards; validation tokens may be trained on only after they "
