@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from audits.legality import syntax
 from rewrites import source
 
 
@@ -139,16 +140,6 @@ class _Substitute(cst.CSTTransformer):
         return updated.with_changes(value=self.names.get(original.value, original.value))
 
 
-def _targets(node: cst.BaseExpression, out: list[str]) -> None:
-    if isinstance(node, cst.Name):
-        out.append(node.value)
-    elif isinstance(node, (cst.Tuple, cst.List)):
-        for e in node.elements:
-            _targets(e.value, out)
-    elif isinstance(node, cst.StarredElement):
-        _targets(node.value, out)
-
-
 class _ComprehensionToLoop(cst.CSTTransformer):
     def __init__(self, fresh):
         self.fresh = fresh
@@ -182,9 +173,7 @@ class _ComprehensionToLoop(cst.CSTTransformer):
                 return updated
             clauses.append(clause)
             clause = clause.inner_for_in
-        names: list[str] = []
-        for c in clauses:
-            _targets(c.target, names)
+        names = [n for c in clauses for n in syntax.names(c.target)]
         sub = _Substitute({n: self.fresh() for n in names})
         acc = self.fresh()
         if isinstance(value, cst.DictComp):
@@ -259,8 +248,7 @@ class _LoopToComprehension(cst.CSTTransformer):
                 and isinstance(expr.value.func.value, cst.Name) and expr.value.func.value.value == name):
             return None
         element = expr.value.args[0].value
-        loop_names: list[str] = []
-        _targets(loop.target, loop_names)
+        loop_names = syntax.names(loop.target)
         reads = _Identifiers()
         for later in body[i + 2:]:
             later.visit(reads)

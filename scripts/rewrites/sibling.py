@@ -15,6 +15,7 @@ import posixpath
 import libcst as cst
 from libcst.metadata import ScopeProvider
 
+from audits.legality import syntax
 from rewrites import source
 
 _SIMPLE_CALLS = {"int", "float", "bool", "str", "tuple", "list", "dict", "set", "len", "range", "min", "max",
@@ -166,27 +167,27 @@ def _bound(stmt) -> set[str]:
             return False
 
         def visit_AssignTarget(self, node):
-            _names(node.target, found)
+            found.update(syntax.names(node.target))
 
         def visit_AnnAssign(self, node):
-            _names(node.target, found)
+            found.update(syntax.names(node.target))
 
         def visit_AugAssign(self, node):
-            _names(node.target, found)
+            found.update(syntax.names(node.target))
 
         def visit_For(self, node):
-            _names(node.target, found)
+            found.update(syntax.names(node.target))
 
         def visit_WithItem(self, node):
             if node.asname is not None:
-                _names(node.asname.name, found)
+                found.update(syntax.names(node.asname.name))
 
         def visit_NamedExpr(self, node):
-            _names(node.target, found)
+            found.update(syntax.names(node.target))
 
         def visit_ImportAlias(self, node):
             if node.asname is not None:
-                _names(node.asname.name, found)
+                found.update(syntax.names(node.asname.name))
             else:
                 n = node.name
                 while isinstance(n, cst.Attribute):
@@ -195,20 +196,10 @@ def _bound(stmt) -> set[str]:
 
         def visit_ExceptHandler(self, node):
             if node.name is not None:
-                _names(node.name.name, found)
+                found.update(syntax.names(node.name.name))
 
     stmt.visit(V())
     return found
-
-
-def _names(target, out: set[str]) -> None:
-    if isinstance(target, cst.Name):
-        out.add(target.value)
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for e in target.elements:
-            _names(e.value, out)
-    elif isinstance(target, cst.StarredElement):
-        _names(target.value, out)
 
 
 def _declared_global(stmt) -> set[str]:
