@@ -26,6 +26,7 @@ RULES = rules(
 
 _TRACK_DIRS = tuple(f"records/{name}/" for name in TRACKS)
 _FOLDER = re.compile(r"^(\d{4})-(\d{2})-(\d{2})_(\S+)$")
+_DATED = re.compile(r"^(\d{4}-\d{2}-\d{2})_")
 _CLAIMS_VARIANT = re.compile(r"^submission[-_.\w]*\.json$", re.I)  # submission_ternary.json
 
 
@@ -99,13 +100,19 @@ LAUNCH_DAYS_END = datetime.date(2026, 3, 20)
 _MISPLACED = re.compile(r"^(.+/records/track_[^/]+/[^/]+)/")
 
 
+def folder_date(name: str) -> datetime.date | None:
+    """The date a records folder's name starts with (`YYYY-MM-DD_...`), None without a real one."""
+    m = _DATED.match(name)
+    try:
+        return datetime.date.fromisoformat(m.group(1)) if m else None
+    except ValueError:
+        return None
+
+
 def _launch_days(folder: str) -> bool:
     """Is the folder's name dated within the launch days?"""
-    m = re.match(r"(\d{4})-(\d{2})-(\d{2})_", folder.rsplit("/", 1)[-1])
-    try:
-        return bool(m) and datetime.date(int(m.group(1)), int(m.group(2)), int(m.group(3))) <= LAUNCH_DAYS_END
-    except ValueError:
-        return False
+    date = folder_date(folder.rsplit("/", 1)[-1])
+    return date is not None and date <= LAUNCH_DAYS_END
 
 
 def _folder_of(path: str) -> str | None:

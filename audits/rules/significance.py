@@ -5,12 +5,12 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import math
-import re
 
 from audits import leaderboard
 from audits.context import Baseline
 from audits.findings import Severity
 from audits.registry import NEEDS_ACTION, WARN, Rule, check, found, pr, readme, rules
+from audits.rules.layout import folder_date
 from audits.stats import mean, one_sided_welch
 from audits.submission import runs
 from trainer.challenge import MIN_IMPROVEMENT_NATS
@@ -23,7 +23,6 @@ RULES = rules(
         level=NEEDS_ACTION),
 )
 
-_DATED = re.compile(r"^(\d{4}-\d{2}-\d{2})_")
 # A leaderboard row's date and its folder's date differ by a few days at most (the row is dated
 # when it was accepted or when the PR was opened).
 ROW_DATE_SLACK = datetime.timedelta(days=3)
@@ -47,14 +46,6 @@ ROWS = tuple(Row(datetime.date.fromisoformat(d), bpb, dec, name, folder)
 SNAPSHOT = f"the leaderboard of the challenge's README at {leaderboard.COMMIT[:9]}"
 
 
-def _folder_date(sub) -> datetime.date | None:
-    m = _DATED.match(sub.name)
-    try:
-        return datetime.date.fromisoformat(m.group(1)) if m else None
-    except ValueError:
-        return None
-
-
 def own_row(sub, claimed: float | None, date: datetime.date) -> Row | None:
     """The leaderboard row that is this folder: the row that links it, else a row with its claimed
     score (to the row's printed precision) dated within a few days of it."""
@@ -73,7 +64,7 @@ def own_row(sub, claimed: float | None, date: datetime.date) -> Row | None:
 def default_baseline(sub, claimed: float | None) -> tuple[Baseline | None, Row | None]:
     """The record a folder claims to beat, from the shipped leaderboard: the best row dated before
     the folder (before its own row when it is on the leaderboard), and its own row if any."""
-    date = _folder_date(sub)
+    date = folder_date(sub.name)
     if date is None:
         return None, None
     own = own_row(sub, claimed, date)
