@@ -181,18 +181,18 @@ def _no_time_limit(rule: str, what: str, value_ms: float, log, line, text):
                  evidence=text)
 
 
-# The budgets are on 8xH100. A log of fewer GPUs bounds the 8-GPU time from below only (perfect
-# scaling): over the budget even then is a breach, under it says nothing either way.
-BUDGET_GPUS = 8
+# The budgets are on 8xH100 (runs.RECORD_GPUS). A log of fewer GPUs bounds the 8-GPU time from
+# below only (perfect scaling): over the budget even then is a breach, under it says nothing
+# either way.
 
 
 def _fewer_gpus(rule: str, what: str, value_ms: float, budget_ms: float, log, line, text):
     """The finding for a time over the budget in a log of fewer than 8 GPUs, or None for an 8-GPU
     log (or one that does not say)."""
     ws = log.parsed.world_size
-    if ws is None or not 0 < ws.value < BUDGET_GPUS:
+    if ws is None or not 0 < ws.value < runs.RECORD_GPUS:
         return None
-    best_ms = value_ms * ws.value / BUDGET_GPUS
+    best_ms = value_ms * ws.value / runs.RECORD_GPUS
     said = f"{log.rel}: {what} took {value_ms / 1000:.1f} s on {ws.value} GPU(s) (line {ws.line})"
     if best_ms > budget_ms:
         return found(rule, f"{said}: over the 600 s budget even at perfect scaling to 8 GPUs "

@@ -11,7 +11,7 @@ from audits.submission.logparse import Value
 
 _SEED_IN_NAME = re.compile(r"seed[_-]?(\d+)", re.I)
 _DEVICE_COUNT = re.compile(r" x(\d+)$")  # pgolf's trainer: "device: NVIDIA H200 x4"
-RECORD_GPUS = 8
+RECORD_GPUS = 8  # the record track's budgets are on 8xH100
 
 
 def seed_of(log: LogFile) -> Value | None:
