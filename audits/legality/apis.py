@@ -81,8 +81,9 @@ HASH_CALLS = {"hash", "numpy.bitwise_xor", "torch.bitwise_xor", "torch.remainder
               "numpy.remainder", "numpy.bitwise_and", "torch.bitwise_and", "torch.fmod"}
 SELECT_CALLS = {"min", "max", "torch.minimum", "torch.maximum", "torch.min", "torch.max",
                 "numpy.minimum", "numpy.maximum", "numpy.min", "numpy.max", "torch.fmin",
-                "torch.fmax", "numpy.fmin", "numpy.fmax"}
-SELECT_METHODS = {"min", "max", "amin", "amax"}
+                "torch.fmax", "numpy.fmin", "numpy.fmax", "torch.amin", "torch.amax", "numpy.amin",
+                "numpy.amax", "torch.argmin", "torch.argmax", "numpy.argmin", "numpy.argmax"}
+SELECT_METHODS = {"min", "max", "amin", "amax", "minimum", "maximum", "fmin", "fmax", "argmin", "argmax"}
 WHERE_CALLS = {"torch.where", "numpy.where"}
 
 # Tokenizer calls that turn a token id into its text or bytes.

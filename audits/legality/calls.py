@@ -13,7 +13,7 @@ from audits.legality.program import ClassInfo, Function
 from audits.legality.values import (
     BLOB, EMPTY, GEN, GRAD, HASH, HOOK, LOADED, LOCAL_KINDS, LOSSFN, MODEL, NORM, OPTIM, PROB, READ,
     RELOCATED_KINDS, STAT, TARGET, TRAIN, Event, Site, Taint, data_roots, has_data, keyed, kinds,
-    loss_data, objref, substitute,
+    loss_data, objref, pick, substitute,
 )
 
 _SILENT = {"print", "super", "setattr", "delattr", "vars", "locals", "globals", "exec", "eval",
@@ -116,11 +116,17 @@ def _mark_target(w, arg: Arg | None, of_loss: bool = False) -> None:
             w.loss_targets.add(expr.value)
 
 
-def _select(w, node, taint: Taint) -> Taint:
-    """min/max over losses from different predictors: the better one picked with the true token."""
-    if operators.picks_by_outcome(taint):
-        return frozenset({("select", w.site(node))})
-    return EMPTY
+def _select(w, node, *parts: Taint) -> Taint:
+    """min/max over losses from different passes: the better one picked with the true token
+    (`parts`: the operands; a dimension or other constant is none)."""
+    return pick(w.site(node), parts)
+
+
+def _picked(w, node, taint: Taint) -> None:
+    """Losses picked per token by the outcome, summed up: the figure a score reports, whether or
+    not it is kept in a running total (`total = keep_lower(first, second).sum()`)."""
+    if kinds(taint, "select") and TARGET in taint:
+        w.emit(Event("picked", w.site(node), taint))
 
 
 def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
@@ -145,7 +151,7 @@ def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
     if name in apis.PROB_CALLS:
         return union | {PROB}
     if name in apis.SELECT_CALLS:
-        return union | _select(w, node, union)
+        return union | _select(w, node, *(arg.taint for arg in args if not arg.keyword))
     if name in apis.WHERE_CALLS:
         if len(args) == 3:
             rest = args[1].taint | args[2].taint
@@ -177,6 +183,7 @@ def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
     if name in apis.HASH_CALLS:
         return union | {HASH} | keyed(union, site)
     if name in apis.REDUCE_CALLS:
+        _picked(w, node, union)
         return union | {STAT}
     if name in apis.DECOMPRESS_CALLS:
         return union | {BLOB} | (EMPTY if kinds(union, "unpacked") else {("unpacked", site)})
@@ -276,8 +283,9 @@ def builtin(w, node: cst.Call, name: str, args: list[Arg]) -> Taint:
     if name in apis.SIZE_CALLS:
         return EMPTY
     if name in ("min", "max"):
-        return union | _select(w, node, union)
+        return union | _select(w, node, *(arg.taint for arg in args if not arg.keyword))
     if name == "sum":
+        _picked(w, node, union)
         return union | {STAT}
     if name == "hash":
         return union | {HASH}
@@ -361,8 +369,9 @@ def method_call(w, node: cst.Call, func: cst.Attribute, args: list[Arg]) -> Tain
         return taint | ({("bytes", site)} if TARGET in taint else EMPTY)
     if name in apis.SELECT_METHODS:
         taint = receiver | union
-        return taint | _select(w, node, taint)
+        return taint | _select(w, node, receiver, *(arg.taint for arg in args if not arg.keyword))
     if name in apis.REDUCE_METHODS:
+        _picked(w, node, receiver)
         return receiver | union | {STAT}
     if name in apis.MUTATORS:
         root = _root(receiver_node)

@@ -37,13 +37,21 @@ def join(a: dict, b: dict) -> dict:
 def back_edge(env: dict, entry: dict, lid) -> dict:
     """Values carried into the next iteration: a counter advanced in the loop differs per
     iteration; data kept from this iteration is the previous iteration's data there, and the
-    tokens it scored are context, no longer the tokens being scored."""
+    tokens it scored are context, no longer the tokens being scored. Losses and model outputs
+    computed in this iteration are an earlier pass's there (a best-so-far kept over checkpoints)."""
     out = {}
     for name, taint in env.items():
         if entry.get(name) == taint:
             out[name] = taint
-        elif has_data(taint) and MODEL not in taint:
+            continue
+        taint = taint | _earlier(taint, lid)
+        if has_data(taint) and MODEL not in taint:
             out[name] = (taint - {("iter", lid), TARGET}) | {("prev", lid)}
         else:
             out[name] = (taint - {TARGET}) | {("iter", lid)}
     return out
+
+
+def _earlier(taint: Taint, lid) -> Taint:
+    return frozenset(("earlier", label[1], label[0]) for label in taint
+                     if label[0] in ("loss", "out") and label[1] is not None and lid in label[1].loops)

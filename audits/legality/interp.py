@@ -17,7 +17,7 @@ from audits.legality import apis, env, imports, operators, order, shapes, syntax
 from audits.legality.program import ClassInfo, Function, Program, compound_blocks
 from audits.legality.values import (
     EMPTY, GRAD, HASH, INDICATOR, MASK, MODEL, NORM, OPTIM, PROB, STAT, TARGET, Event, Site, Taint,
-    data_roots, enclosed, filled, has_data, keyed, kinds, loss_data, substitute,
+    data_roots, enclosed, filled, has_data, keyed, kinds, loss_data, pick, substitute,
 )
 
 # What an attribute keeps wherever it is read: where data came from and what objects it holds.
@@ -922,8 +922,7 @@ class FunctionWalk:
                     taint |= {("gate", self.site(node), "compare")}
             elif TARGET in left or TARGET in right:
                 taint |= {("gate", self.site(node), "compare")}
-            if operators.picks_by_outcome(left | right):
-                taint |= {("select", self.site(node))}
+            taint |= pick(self.site(node), (left, right))
         # Whether a table held an entry (`total > 0`) is no key: positions picked by it, and the
         # scored tokens at them, are not hashed (their reads are not lookups by a hashed key).
         return frozenset(label for label in taint if label != HASH and label[0] != "keyed")

@@ -10,6 +10,7 @@ import libcst as cst
 from audits.legality import syntax
 from audits.legality.values import (
     BLOB, EMPTY, GEN, GRAD, INDICATOR, MODEL, PROB, STAT, TARGET, TRAIN, VAL, Taint, has_data, kinds,
+    passes, picks_by_outcome,
 )
 
 # Data files are named by split: fineweb_val_000000.bin, fineweb_train_*.bin, val.bin, ...
@@ -91,20 +92,12 @@ def counted_gates(divisor: Taint, dividend: Taint) -> Taint:
     return frozenset(kinds(divisor, "gate")) - dividend
 
 
-def picks_by_outcome(compared: Taint) -> bool:
-    """Losses of two predictors compared where they score the realized token: the better one is
-    picked by the outcome. A comparison of context-only figures (an entropy gate, an expected gain
-    from a hint's probability) reads no scored token and picks nothing by it, nor does a bound on
-    a step size worked out from a gradient."""
-    return TARGET in compared and GRAD not in compared and len({label[1] for label in kinds(compared, "loss")}) >= 2
-
-
 def condition(test: Taint, values: Taint) -> Taint:
     """A choice between values made by a condition (`a if c else b`, torch.where)."""
     out = set()
     if kinds(test, "gate") and (PROB in values or INDICATOR in values or not kinds(values, "loss")):
         out |= {label for label in test if label[0] == "gate"}
-    if len({label[1] for label in kinds(test, "loss")}) >= 2:
+    if len(passes(test)) >= 2:
         out |= {label for label in test if label[0] == "select"}
     return frozenset(out)
 

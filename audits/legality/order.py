@@ -528,6 +528,12 @@ def _verdict(update: Event, score: Event, loops: tuple, how: str, events: list[E
     flags = {how}
     if found in (WINDOW_FIT, KEPT_TENSOR_FIT) and _context_only(update, score):
         flags.add("context_only")
+    if found == ADAPTED_FIRST and how == "again":
+        # each pass of the loop around both scores the same tokens again, after training on them:
+        # what is reported is the last pass's score (or the best of them), a second pass (C4)
+        return [verdict(found, flags),
+                Event("judgment", score.site, update.taint, score.taint, detail=SCORED_TWICE,
+                      other=update.site, flags=frozenset({"pass", how}) | switches(update, score))]
     return [verdict(found, flags)]
 
 

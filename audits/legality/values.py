@@ -7,6 +7,8 @@ Labels are tuples whose first item is the kind:
   ("enclosing", key, i)          in a closure: parameter i of the function `key` that defines it
   ("iter", loop) ("prev", loop)  differs per iteration of `loop` / holds the previous iteration's data
   ("loss", site)                 a log-probability or loss computed at `site`
+  ("earlier", site, kind)        a "loss" or "out" of `site` computed in an earlier iteration of a
+                                 loop around it (carried round the loop: another pass)
   ("model",) ("prob",)           an output of the model / a probability
   ("out", site)                  the model output computed at `site` (which forward pass)
   ("target",)                    the tokens being scored
@@ -23,6 +25,8 @@ Labels are tuples whose first item is the kind:
   ("gate", site, how)            read from the scored token: a "lookup" (table[target]) or a
                                  "compare" (target < k)
   ("bytes", site) ("gated", site) ("select", site)
+  ("pending_select", site, parts)   a min/max or comparison over a helper's parameters, judged
+                                 where it is called (the taints of its operands)
   ("filled", site, params)       written into at `site` with data; `params`: the parameters it came
                                  from alone (a fill only where a caller passes data), else None
   ("keyed", site)                a hash key first combined with the scored token at `site`
@@ -56,7 +60,7 @@ READ = ("read",)
 DATA_KINDS = {"val", "train", "gen", "param", "enclosing"}
 # Labels made at a site inside a callee are moved to the call site when the callee's effects are
 # replayed in its caller: there, the call is where the loss was computed or the object made.
-RELOCATED_KINDS = {"loss", "out", "state", "obj", "filled", "reloaded"}
+RELOCATED_KINDS = {"loss", "out", "state", "obj", "filled", "reloaded", "earlier"}
 LOCAL_KINDS = {"iter", "prev"}
 
 
@@ -261,6 +265,50 @@ def keyed(taint: Taint, site: Site) -> Taint:
     return EMPTY
 
 
+def passes(taint: Taint, kind: str = "loss") -> set:
+    """The passes a value's losses (or model outputs) come from: each place they were computed,
+    and each such place in an earlier iteration of a loop around it (a best-so-far carried round
+    the loop over checkpoints or epochs is another pass than this iteration's)."""
+    return {label[1] for label in kinds(taint, kind)} | {
+        ("earlier", label[1]) for label in kinds(taint, "earlier") if label[2] == kind}
+
+
+def picks_by_outcome(*compared: Taint) -> bool:
+    """Losses of two passes compared where they score the realized token: the better one is
+    picked by the outcome (`torch.minimum(nll_a, nll_b)`, `best = torch.minimum(best, nll)` over
+    checkpoints, the larger of two models' probabilities of the token). With several operands,
+    two of them must hold such a loss (a loss against a constant is a clamp). A comparison of
+    context-only figures (an entropy gate, an expected gain from a hint's probability) reads no
+    scored token and picks nothing by it, nor does a bound on a step size worked out from a
+    gradient."""
+    union = frozenset().union(*compared)
+    if TARGET not in union or GRAD in union:
+        return False
+    if len(compared) > 1:
+        if sum(1 for part in compared if kinds(part, "loss") or PROB in part) < 2:
+            return False
+        if sum(1 for part in compared if PROB in part and TARGET in part) >= 2:
+            return True  # two probabilities of the realized token: the larger is kept by it
+    return len(passes(union)) >= 2 or (PROB in union and len(passes(union, "out")) >= 2)
+
+
+# What a pick's operands keep while their data is the caller's: enough to judge it there.
+_PICK_KINDS = {"loss", "out", "earlier", "param", "enclosing", "target", "grad", "prob"}
+
+
+def pick(site: Site, parts) -> Taint:
+    """A min/max/argmin or comparison at `site` over `parts`: ("select", site) where it picks the
+    better of two passes by the realized token; where its operands are still a helper's parameters,
+    ("pending_select", site, parts), judged again where the helper is called (substitute)."""
+    parts = tuple(part for part in parts if part)
+    if picks_by_outcome(*parts):
+        return frozenset({("select", site)})
+    if any(label[0] in ("param", "enclosing") for part in parts for label in part):
+        kept = tuple(frozenset(label for label in part if label[0] in _PICK_KINDS) for part in parts)
+        return frozenset({("pending_select", site, kept)})
+    return EMPTY
+
+
 def substitute(taint: Taint, args: list[Taint], call: Site, callee) -> Taint:
     """A callee's taint seen in its caller: parameters replaced by the arguments' taints, labels
     made inside the callee moved to the call site, the callee's loop labels dropped."""
@@ -279,6 +327,10 @@ def substitute(taint: Taint, args: list[Taint], call: Site, callee) -> Taint:
             out.add(("objref", ("param", label[1][2])))
         elif kind in LOCAL_KINDS:
             continue
+        elif kind == "pending_select":
+            parts = [substitute(part, args, call, callee) for part in label[2]]
+            site = label[1].moved(call) if label[1].fn is callee else label[1]
+            out |= pick(site, parts)
         elif kind == "filled" and label[2] is not None and label[1].fn is callee:
             written = frozenset().union(*(args[i] for i in label[2] if i < len(args)))
             if has_data(written):  # else the caller's arguments were settings, not data

@@ -41,7 +41,7 @@ def _read(e, facts):
         if "pass" in e.flags:
             return [Verdict("TWO_PASS_RESCORE", RESCORED_AFTER_ADAPT, FAIL, e.site, e.other)]
         return [Verdict("TWO_PASS_RESCORE", SECOND_PASS, FAIL, e.site, e.other, origin=e.opening)]
-    if is_score(e) and VAL in e.taint:
+    if (is_score(e) or e.kind == "picked") and VAL in e.taint:
         return [Verdict("TWO_PASS_RESCORE", BETTER_OF_TWO, FAIL, label[1], e.site)
                 for label in kinds(e.taint, "select")]
     return []
@@ -53,18 +53,22 @@ recognizer("TWO_PASS_RESCORE", _read, shape=True)
 @check("TWO_PASS_RESCORE")
 def two_pass_rescore(sub, options):
     """What it checks: a score that keeps the better of two predictions chosen by comparing their
-    losses on the true token (`min` of two NLLs), a first pass that scores the validation
-    tokens while filling a table that a second pass reads to score them again, and a pass that
-    scores them while adapting to them (score-first TTT) followed by a second scoring pass with
-    the adapted model.
+    losses on the true token (`min` of two NLLs, `argmin` over stored passes, the larger of two
+    probabilities of the token, a best-so-far carried round a loop over checkpoints or epochs), a
+    first pass that scores the validation tokens while filling a table that a second pass reads
+    to score them again, a pass that scores them while adapting to them (score-first TTT)
+    followed by a second scoring pass with the adapted model, and a loop that repeats such a
+    pass over the same tokens (the last or best epoch's score reported).
 
     Why it matters: #1017 C4 (one left-to-right pass, no picking by outcome); PRs #846, #853,
     #959 (two-pass full rescore) and #659 (min of model and n-gram NLL) were ruled out.
 
-    Illegal: `nll = torch.minimum(nll_model, nll_cache)`; pass 1 fills `cache` and sums NLL, pass
-    2 rescores with `cache`; `eval_with_ttt(model, val_tokens); eval_val(model, val_tokens)`.
+    Illegal: `nll = torch.minimum(nll_model, nll_cache)`; `for m in checkpoints: best =
+    torch.minimum(best, nll(m))`; pass 1 fills `cache` and sums NLL, pass 2 rescores with
+    `cache`; `eval_with_ttt(model, val_tokens); eval_val(model, val_tokens)`.
 
-    Legal: one pass, mixing with weights from the context only.
+    Legal: one pass, mixing with weights from the context only; an average of several models'
+    distributions; a minimum over settings tried on training data.
 
     Known limits: rescoring after training is TTT_SCORE_AFTER_ADAPT's finding; after a pass that
     also scored, both rules report it. A rescore on a copy read back from the artifact afresh is
