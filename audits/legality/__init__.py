@@ -17,6 +17,7 @@ from audits.legality.interp import Analysis
 from audits.legality.judge import Verdict
 from audits.legality.parse import ParsedScript, parse
 from audits.legality.values import VAL, Event, at_default
+from audits.submission import runsettings
 
 ENTRY = "train_gpt.py"
 # Characters of scripts the run does not import (ablations, helpers run by hand) read on top of the
@@ -51,17 +52,18 @@ class Result:
 def analyse(sub) -> Result:
     sources = sorted((rel, script.source) for rel, script in sub.scripts.items()
                      if script.source is not None)
-    kept, skipped = within_budget(sources)
-    result = analyse_sources(tuple(kept))
+    launched = runsettings.launched(sub)
+    kept, skipped = within_budget(sources, launched)
+    result = analyse_sources(tuple(kept), launched)
     return dataclasses.replace(result, skipped=tuple(skipped)) if skipped else result
 
 
-def within_budget(sources: list[tuple[str, str]]) -> tuple[list, list[str]]:
+def within_budget(sources: list[tuple[str, str]], launched: tuple[str, ...] = ()) -> tuple[list, list[str]]:
     """The scripts to analyse: the run's own (the entry, what it imports or names, transitively,
     read from the text before any parse), then the others in path order up to SIDE_BUDGET
     characters; and the rest, left out."""
     by_rel = dict(sources)
-    run = {rel for rel in by_rel if rel == ENTRY} or {rel for rel in by_rel if "/" not in rel}
+    run = set(_entries(by_rel, launched))
     todo = list(run)
     while todo:
         text = by_rel[todo.pop()]
@@ -91,7 +93,7 @@ def not_checked(skipped: list[str] | tuple[str, ...]) -> str:
 
 
 @functools.lru_cache(maxsize=4)
-def analyse_sources(sources: tuple[tuple[str, str], ...]) -> Result:
+def analyse_sources(sources: tuple[tuple[str, str], ...], launched: tuple[str, ...] = ()) -> Result:
     parsed, unparsed = {}, {}
     for rel, source in sources:
         script = parse(rel, source)
@@ -99,7 +101,7 @@ def analyse_sources(sources: tuple[tuple[str, str], ...]) -> Result:
             unparsed[rel] = script
         else:
             parsed[rel] = script
-    entry = _entries(parsed)
+    entry = _entries(parsed, launched)
     prog = program.build(parsed)
     analysis = Analysis(prog)
     run = _imported(prog, entry)
@@ -125,7 +127,7 @@ def analyse_sources(sources: tuple[tuple[str, str], ...]) -> Result:
             events = [_as_if_validation(e) for e in events]
             verdicts += judge.verdicts(events, reachable=False, hypothetical=True)
     verdicts = [v for v in verdicts if not (v.site.statement in placed and _replaced_by_placing(v))]
-    verdicts = _follow_isolation(verdicts, [parsed[rel] for rel in run])
+    verdicts = _follow_isolation(_by_callers(verdicts), [parsed[rel] for rel in run])
     return Result(parsed, _dedupe(verdicts), unparsed, entry, tuple(sorted(run)),
                   prints=_prints(analysis, functions, reached, guards))
 
@@ -140,6 +142,15 @@ def _prints(analysis: Analysis, functions, reached: set[str], guards: dict[str, 
             needs = frozenset(f for f in flags | guards.get(fn.key, frozenset()) if f.endswith(":1:0"))
             out.append((regex, anchor, needs if fn.key in reached else frozenset()))
     return tuple(out)
+
+
+def _by_callers(verdicts: list[Verdict]) -> list[Verdict]:
+    """For a rule whose reading turns on what callers pass, a callee's own view of an operation
+    (its parameters unknown) gives way where a caller in the run read it with the arguments known."""
+    known = {(v.rule, v.site.statement) for v in verdicts
+             if not v.open and not v.unreachable and not v.side_script}
+    return [v for v in verdicts if not (v.open and judge.RECOGNIZERS[v.rule].by_callers
+                                        and (v.rule, v.site.statement) in known)]
 
 
 def _replaced_by_placing(v: Verdict) -> bool:
@@ -159,11 +170,12 @@ def _follow_isolation(verdicts: list[Verdict], run) -> list[Verdict]:
     return out
 
 
-def _entries(parsed: dict[str, ParsedScript]) -> tuple[str, ...]:
-    """The script the run starts from: train_gpt.py, else every top-level script."""
-    if ENTRY in parsed:
-        return (ENTRY,)
-    return tuple(rel for rel in parsed if "/" not in rel)
+def _entries(parsed: dict, launched: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The scripts the run starts from: train_gpt.py and the scripts the runs were seen to start
+    (`launched`: a log embeds their source, a launch or README command starts them); without
+    either, every top-level script."""
+    entry = tuple(dict.fromkeys(rel for rel in (ENTRY, *launched) if rel in parsed))
+    return entry or tuple(rel for rel in parsed if "/" not in rel)
 
 
 def _imported(prog: program.Program, entry: tuple[str, ...]) -> set[str]:

@@ -91,6 +91,11 @@ PIECE_METHODS = {"id_to_piece", "IdToPiece", "decode", "decode_ids", "DecodeIds"
                  "convert_ids_to_tokens", "decode_pieces", "DecodePieces"}
 BYTE_METHODS = {"encode"}
 
+# comparisons spelled as calls (`ids.ne(sep)`, `torch.eq(ids, sep)`): masks, as `==` and `!=` are
+EQUALITY_METHODS = {"eq", "ne", "not_equal"}
+EQUALITY_CALLS = {"torch.eq", "torch.ne", "torch.not_equal", "numpy.equal", "numpy.not_equal"}
+# torch containers of modules: a call of one runs the modules it holds
+MODULE_CONTAINERS = {"torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.ModuleDict"}
 HOOK_METHODS = {"register_forward_hook", "register_forward_pre_hook"}
 ENV_READS = {"os.environ.get", "os.getenv"}
 
@@ -139,4 +144,5 @@ def interpreted(name: str) -> bool:
     return "." in name and any(name in table for table in (
         LOSS_CALLS, PROB_CALLS, GATHER_CALLS, MODULE_LOADERS, SAMPLE_CALLS, CREATE_CALLS,
         COPY_CALLS, REDUCE_CALLS, MUTATE_CALLS, HASH_CALLS, SELECT_CALLS, WHERE_CALLS, ENV_READS,
-        SERIALIZE_CALLS, DECOMPRESS_CALLS, ARRAY_LOAD_CALLS, NETWORK_CALLS, SHELL_CALLS))
+        SERIALIZE_CALLS, DECOMPRESS_CALLS, ARRAY_LOAD_CALLS, NETWORK_CALLS, SHELL_CALLS,
+        EQUALITY_CALLS))

@@ -8,7 +8,7 @@ import dataclasses
 
 import libcst as cst
 
-from audits.legality import apis, operators, printed, shapes
+from audits.legality import apis, env, operators, printed, shapes, syntax
 from audits.legality.program import ClassInfo, Function
 from audits.legality.values import (
     BLOB, EMPTY, GEN, GRAD, HASH, HOOK, LOADED, LOCAL_KINDS, LOSSFN, MODEL, NORM, OPTIM, PROB, READ,
@@ -148,6 +148,8 @@ def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
     if name in apis.GATHER_CALLS:
         _mark_target(w, _arg(args, *apis.GATHER_CALLS[name]))
         return union
+    if name in apis.EQUALITY_CALLS:
+        return env.derived(union) | ({("mask", site)} if has_data(union) else EMPTY)
     if name in apis.PROB_CALLS:
         return union | {PROB}
     if name in apis.SELECT_CALLS:
@@ -207,7 +209,10 @@ def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
         w.mutate(args[0].node, _union(args[1:]), written=args[0].node)
         return EMPTY
     if name.startswith("torch.nn.") and name.rsplit(".", 1)[-1][:1].isupper():
-        return frozenset({("obj", site, name)})  # a layer or module: its own identity, no data
+        made = frozenset({("obj", site, name)})  # a layer or module: its own identity, no data
+        if name in apis.MODULE_CONTAINERS:  # and the modules it holds, which it runs
+            made |= frozenset(label for label in union if label[0] == "obj")
+        return made
     return union
 
 
@@ -272,6 +277,7 @@ def settings_named(w, taint: Taint, nodes: list) -> Taint:
 def _sink(w, node, api: str, taint: Taint) -> None:
     """Data written into the artifact: tokens, not scores or statistics. A model's weights
     written out are the artifact itself (an export): what runs after it runs at evaluation."""
+    w.use_stats(taint)
     if operators.written_data(taint):
         w.emit(Event("sink", w.site(node), taint, detail=api))
     elif api in apis.SERIALIZE_CALLS and any(label[0] in ("obj", "objref", "state") for label in taint):
@@ -342,6 +348,7 @@ def method_call(w, node: cst.Call, func: cst.Attribute, args: list[Arg]) -> Tain
         return receiver | made
     if name in apis.HOOK_METHODS:
         w.hooks = True
+        _hook_statistics(w, node, args)
         return frozenset({HOOK})
     if name in apis.SERIALIZE_METHODS:
         stored = _arg(args, apis.SERIALIZE_METHODS[name], None)
@@ -361,6 +368,9 @@ def method_call(w, node: cst.Call, func: cst.Attribute, args: list[Arg]) -> Tain
     if name in apis.GATHER_METHODS:
         _mark_target(w, _arg(args, *apis.GATHER_METHODS[name]))
         return receiver | union
+    if name in apis.EQUALITY_METHODS:
+        taint = env.derived(receiver | union)
+        return taint | ({("mask", site)} if has_data(taint) else EMPTY)
     if name in apis.SAMPLE_METHODS:
         return receiver | union | {GEN}
     if name in apis.PIECE_METHODS or name in apis.BYTE_METHODS:
@@ -402,10 +412,36 @@ def method_call(w, node: cst.Call, func: cst.Attribute, args: list[Arg]) -> Tain
             result |= {MODEL, ("out", site)} | objref(receiver)
             _model_called(w, node, union)
         return result
+    held = frozenset(label for label in w.a.fields.get(name, EMPTY)
+                     if label[0] == "obj" and label[2] in w.p.classes)
+    if held:  # `self.smear(x, mask)`: a module of the script kept in an attribute runs its forward
+        return value_call(w, node, held, args)
     if name.startswith("forward"):
         _model_called(w, node, union)
         return union | {MODEL, ("out", site)} | objref(receiver)
     return receiver | union
+
+
+def _hook_statistics(w, node: cst.Call, args: list[Arg]) -> None:
+    """Where a forward hook keeps what it gathers: the names of this function that the hook
+    changes (a closure's `acts[name] = ...`), or that a factory of hooks is handed
+    (`make_hook(name, acts)`). Those hold the statistics from here on; where none is found, what
+    the hooks gather is not followed."""
+    holders = set()
+    for arg in args:
+        for label in arg.taint:
+            fn = _function(w, label[1]) if label[0] == "fn" else None
+            if fn is not None:
+                holders |= set(w.a.summary(fn).free_mutates)
+        if isinstance(arg.node, cst.Call):
+            holders |= {n.value for a in arg.node.args for n in syntax.name_nodes(a.value)}
+    holders = {name for name in holders if name in w.env}
+    if not holders:
+        return
+    stat = ("calibstat", w.site(node))
+    w.hook_stats |= {stat}
+    for name in holders:
+        w.env[name] = w.env[name] | {stat}
 
 
 def _whole_state(w, args: list[Arg]) -> bool:
@@ -459,7 +495,10 @@ def value_call(w, node: cst.Call, callee: Taint, args: list[Arg]) -> Taint:
     union = _union(args)
     result = EMPTY
     resolved = False
+    outer = _outermost(callee)
     for label in callee:
+        if label[0] == "obj" and label not in outer:
+            continue  # a submodule: its own forward runs where the model's forward calls it
         if label[0] == "fn":
             fn = _function(w, label[1])
             if fn is not None:
@@ -485,10 +524,19 @@ def value_call(w, node: cst.Call, callee: Taint, args: list[Arg]) -> Taint:
     return result | union | {MODEL, ("out", w.site(node))} | objref(callee)
 
 
+def _outermost(callee: Taint) -> Taint:
+    """The objects a call of `callee` runs the forward of: not those made while another of them
+    was built (a model carries the modules its constructor made, and calls them itself)."""
+    objs = [label for label in callee if label[0] == "obj"]
+    made = {id(label[1].inner) for label in objs}
+    return frozenset(label for label in objs if not any(id(call) in made for call in label[1].chain))
+
+
 def _model_called(w, node, union: Taint) -> None:
     """With activation hooks installed, whatever runs through the model is calibration data."""
     if w.hooks and has_data(union):
-        w.emit(Event("calib", w.site(node), data_roots(union) | ({GEN} if GEN in union else EMPTY)))
+        w.emit(Event("calib", w.site(node), data_roots(union) | ({GEN} if GEN in union else EMPTY),
+                     w.hook_stats))
 
 
 def _function(w, key: str) -> Function | None:
@@ -533,6 +581,9 @@ def apply(w, node: cst.Call, fn: Function, args: list[Arg], receiver: Taint | No
     for i, taint in summary.mutates.items():
         if i < len(nodes) and nodes[i] is not None:
             w.mutate(nodes[i], substitute(taint, actuals, site, fn))
+    for i in summary.uses:  # what the callee put into weights, the artifact or a field
+        if i < len(actuals):
+            w.use_stats(actuals[i])
     for name, taint in summary.free_mutates.items():  # a closure changed a name of this function
         if name in w.env:
             w.env[name] = w.env[name] | _relocated(taint, site, fn)

@@ -16,7 +16,7 @@ import libcst as cst
 from audits.legality import apis, env, imports, operators, order, shapes, syntax
 from audits.legality.program import ClassInfo, Function, Program, compound_blocks
 from audits.legality.values import (
-    EMPTY, GRAD, HASH, INDICATOR, MASK, MODEL, NORM, OPTIM, PROB, STAT, TARGET, Event, Site, Taint,
+    EMPTY, GRAD, HASH, INDICATOR, MODEL, NORM, OPTIM, PROB, STAT, TARGET, Event, Site, Taint,
     data_roots, enclosed, filled, has_data, keyed, kinds, loss_data, pick, substitute,
 )
 
@@ -47,6 +47,8 @@ class Summary:
     tests: dict[str, frozenset] = dataclasses.field(default_factory=dict)
     # what it prints: (pattern, its longest literal, the settings tests the print runs under)
     prints: list[tuple[str, str, frozenset]] = dataclasses.field(default_factory=list)
+    # the parameters whose values it puts into weights, the artifact or a field (statistics used)
+    uses: frozenset[int] = frozenset()
 
 
 class Analysis:
@@ -138,6 +140,9 @@ class FunctionWalk:
         self.tests: dict[str, cst.BaseExpression] = {}
         self.prints: list[tuple[str, str, frozenset]] = []
         self.codes: dict[int, str] = {}
+        self.shifted: dict[str, Taint] = {}  # what each value shifted one position held (`x[:, :-1]`)
+        self.hook_stats: Taint = EMPTY  # the statistics forward hooks installed here gather
+        self.used_stats: set = set()  # statistics that reached the weights, the artifact or a field
 
     # --- driving -------------------------------------------------------------------------------
 
@@ -169,7 +174,39 @@ class FunctionWalk:
         self.summary.grad = self.grad
         self.summary.clears_grad = self.cleared_grad
         self.summary.prints = self.prints
-        self.summary.events = order.judge(self.fn, self.events)
+        self.summary.events = order.judge(self.fn, self._statistics_read(self.events))
+        self.summary.uses = frozenset(label[1] for label in self.used_stats if label[0] == "param")
+
+    def _statistics_read(self, events: list[Event]) -> list[Event]:
+        """Calibration is what quantizes the weights: statistics gathered here count where they
+        reach the weights, the artifact or an object's field ("used"); where they leave the function
+        (returned, put into an argument) its callers decide ("open"); where they do neither they
+        were only logged ("unused")."""
+        for e in events:
+            if e.kind in ("update", "sink", "export"):
+                self.use_stats(e.taint | e.state)
+        leaving = self.returns.union(*self.mutates.values(), *self.free_mutates.values())
+        out = []
+        for e in events:
+            stats = set(kinds(e.state, "calibstat")) if e.kind == "calib" else set()
+            if stats and "used" not in e.flags and "unused" not in e.flags:
+                flags = e.flags - {"open"}
+                if stats & self.used_stats:
+                    flags |= {"used"}
+                elif stats & leaving:
+                    flags |= {"open"}
+                else:
+                    flags |= {"unused"}
+                e = dataclasses.replace(e, flags=flags)
+            out.append(e)
+        return out
+
+    def use_stats(self, taint: Taint) -> None:
+        self.used_stats |= {label for label in taint if label[0] in ("calibstat", "param")}
+
+    def store_field(self, name: str, taint: Taint) -> None:
+        self.use_stats(taint)
+        self.a.store_field(name, taint)
 
     def _elements(self) -> tuple[Taint, ...] | None:
         lengths = {len(parts) for parts in self.tuple_returns}
@@ -302,7 +339,7 @@ class FunctionWalk:
                         for target in targets:
                             if isinstance(target, cst.Name):
                                 self.env[target.value] = taint
-                                self.a.store_field(target.value, taint)
+                                self.store_field(target.value, taint)
         self.env = saved
 
     def small(self, node: cst.CSTNode) -> None:
@@ -632,7 +669,7 @@ class FunctionWalk:
                 self.grad = EMPTY  # `p.grad = None`: gradients cleared by hand
                 self.cleared_grad = True
                 return
-            self.a.store_field(target.attr.value, taint)
+            self.store_field(target.attr.value, taint)
             if not self.names_field(target):
                 self.mutate(target.value, taint)
         elif isinstance(target, cst.Subscript):
@@ -671,6 +708,9 @@ class FunctionWalk:
         # scales a weight by the object's own setting (a weight's initialization), no fill.
         own = {("param", self.fn.params.index(root))} if root in self.fn.params else EMPTY
         put = taint - own
+        held = self.env.get(root)
+        if root not in self.fn.params and (held is None or any(label[0] == "state" for label in held)):
+            self.use_stats(taint)  # written into trainable weights, or a name this function does not own
         if written is not None and has_data(put):
             taint = taint | {filled(self.site(written), put)}
         if self.fn.parent is not None and (root not in self.env or root in self.free_mutates) \
@@ -742,7 +782,10 @@ class FunctionWalk:
             value |= {HASH}
         if isinstance(node.value, cst.BinaryOperation) and isinstance(node.value.operator, cst.MatrixMultiply):
             if has_data(value):
-                self.emit(Event("calib", self.site(node), data_roots(value) | operators.gen(value)))
+                stat = ("calibstat", self.site(node))
+                value |= {stat}
+                self.emit(Event("calib", self.site(node), data_roots(value) | operators.gen(value),
+                                frozenset({stat})))
         self.storing = True  # reading the target of `t[k] += v` is part of the write, not a lookup
         current = self.value(target)
         self.storing = False
@@ -760,7 +803,7 @@ class FunctionWalk:
         elif isinstance(target, cst.Subscript):
             self.mutate(target.value, value, written=target)
         elif isinstance(target, cst.Attribute):
-            self.a.store_field(target.attr.value, value)
+            self.store_field(target.attr.value, value)
             self.mutate(target.value, value)
 
     # --- expressions ---------------------------------------------------------------------------
@@ -835,6 +878,7 @@ class FunctionWalk:
             spelled = imports.dotted(node.value)
             if spelled is not None:
                 taint |= {("shift", spelled)}
+                self.shifted[spelled] = self.shifted.get(spelled, EMPTY) | base
         if id(node) in self.target_nodes:
             taint |= {TARGET}
         if kinds(base, "loss") or PROB in base or MODEL in base:
@@ -888,13 +932,15 @@ class FunctionWalk:
 
     def previous_token_mix(self, node, left: Taint, right: Taint, taint: Taint) -> Taint:
         """`x + g * x_prev` where x_prev holds x shifted one position (x[:, :-1]): the position
-        after a document's end reads that document's last token unless a BOS mask stops it."""
+        after a document's end reads that document's last token unless a BOS mask stops it.
+        The event's taint is what the mixed-in term adds to the shifted value (its gate, a mask),
+        in terms of this function's parameters: a mask that earlier layers left in the value
+        itself stops nothing here, and one a caller passes in is known at its call."""
         for shifted, other_node in ((right, node.left), (left, node.right)):
             for label in kinds(shifted, "shift"):
                 if shapes.mentions(other_node, label[1]):
-                    masked = MASK in taint
-                    self.emit(Event("mix", self.site(node), taint, detail=label[1],
-                                    flags=frozenset({"masked"} if masked else set())))
+                    added = shifted - self.shifted.get(label[1], EMPTY)
+                    self.emit(Event("mix", self.site(node), added, detail=label[1]))
                     return frozenset(label for label in taint if label[0] != "shift")
         return taint
 
@@ -911,7 +957,8 @@ class FunctionWalk:
             right = self.value(comp.comparator)
             taint |= env.derived(right)
             if isinstance(comp.operator, (cst.Equal, cst.NotEqual)):
-                taint |= {MASK}
+                if has_data(left | right):  # a test of the tokens: a mask of positions
+                    taint |= {("mask", self.site(node))}
                 for target, other in ((left, right), (right, left)):
                     if operators.may_be_stored(target, other):
                         self.emit(Event("stored", self.site(node), other, target))

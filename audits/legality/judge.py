@@ -35,6 +35,7 @@ class Verdict:
     origin: Site | None = None  # what makes it so (the key hashed from the target, the call passing val data)
     side_script: bool = False  # in a script the entry point does not run
     unreachable: bool = False  # in code the entry point never reaches
+    open: bool = False  # read in a callee with its parameters unknown (its callers know them)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +61,9 @@ class Recognizer:
     # Its verdict once the run's evaluation is known to keep documents apart (the name of what
     # does: varlen attention, a document mask) or not (None).
     isolation: Callable[[Verdict, str | None], Verdict] | None = None
+    # Its reading turns on what a caller passes (a mask given as an argument): where a caller's
+    # view, with the arguments known, reads the operation, it replaces the callee's own view.
+    by_callers: bool = False
 
 
 RECOGNIZERS: dict[str, Recognizer] = {}
@@ -85,6 +89,8 @@ def verdicts(events: list[Event], reachable: bool, hypothetical: bool = False,
     out: list[Verdict] = []
     for event in events:
         found = [v for rule in RECOGNIZERS.values() for v in rule.read(event, facts)]
+        if _symbolic(event):
+            found = [dataclasses.replace(v, open=True) for v in found]
         settings = non_default(event)
         defaults = tuple(at_default(event.flags))
         if defaults:
@@ -101,6 +107,12 @@ def verdicts(events: list[Event], reachable: bool, hypothetical: bool = False,
         out = [dataclasses.replace(v, severity=INFO, unreachable=True)
                for v in out if not hypothetical or (v.severity > INFO and RECOGNIZERS[v.rule].shape)]
     return out
+
+
+def _symbolic(event: Event) -> bool:
+    """Does the event rest on a parameter of its function, or on what its callers do with a
+    value it returns ("open")? Only its callers know."""
+    return "open" in event.flags or any(label[0] == "param" for label in event.taint | event.state)
 
 
 def first_line(site: Site) -> tuple:

@@ -16,8 +16,11 @@ Labels are tuples whose first item is the kind:
                                  parameters (site: where the module was made, None if unknown)
   ("obj", site, cls) ("objref", label)   an object made at site / the object a model call ran on
   ("optim",) ("grad",) ("lossfn",) ("hook",) ("fn", key)
-  ("hash",) ("mask",) ("indicator",) ("stat",)   a hash key / an == or != test / target == hint /
-                                 a reduction or matrix product (a statistic, not tokens)
+  ("hash",) ("indicator",) ("stat",)   a hash key / target == hint / a reduction or matrix
+                                 product (a statistic, not tokens)
+  ("mask", site)                 an == or != test made at `site`
+  ("calibstat", site)            activation statistics gathered at `site` (calibration, if they
+                                 reach the weights)
   ("norm",)                      the closed-form normaliser of a one-token tilt (1 + p * (w - 1))
   ("shift", NAME) ("span", lo, hi)   NAME[:, :-1] (previous positions) / the positions a slice keeps
   ("bits",) ("cls", key)         a loss divided by ln 2 / a class of the script, as a value
@@ -52,7 +55,7 @@ EMPTY: Taint = frozenset()
 VAL, TRAIN, GEN = ("val",), ("train",), ("gen",)
 MODEL, PROB, TARGET = ("model",), ("prob",), ("target",)
 OPTIM, GRAD, LOSSFN, HOOK = ("optim",), ("grad",), ("lossfn",), ("hook",)
-HASH, MASK, INDICATOR, STAT = ("hash",), ("mask",), ("indicator",), ("stat",)
+HASH, INDICATOR, STAT = ("hash",), ("indicator",), ("stat",)
 NORM = ("norm",)
 BLOB = ("blob",)
 LOADED = ("loaded",)
@@ -119,16 +122,18 @@ class Event:
 
     kind: score (loss accumulated into a running total), update (an optimizer step or in-place
     parameter update; taint = the data of the loss behind it, state = what was updated), backward,
-    calib (data fed to a model whose activations are being recorded), sink (data serialized),
+    calib (data fed to a model whose activations are being recorded; state = the statistics
+    gathered, flags = whether they reached the weights), sink (data serialized),
     export (a model's weights serialized: the artifact is written),
     net (a network call), lookup (a table read with a hashed key; taint = the key's, state = the
-    table's), mix (a previous-token mixing path; flags say whether it is masked), pieces (a
-    bytes-per-token table built from tokenizer pieces), ratio (bits divided by a bytes-per-token
-    literal), tilt (a target == hint indicator meeting a probability), stored (the scored token
-    compared with another value: taint = that value's, state = the token's), smoothing (count + k over
-    total + k), judgment (an order found where the loop structure was visible; detail = what was
-    found, a name of order.py; taint and state = the data it rests on), placed (a helper's pass
-    placed by its caller: site = the update whose finding in the helper this replaces).
+    table's), mix (a previous-token mixing path; taint = what the mixed-in term adds to the
+    shifted value: a mask there stops it), pieces (a bytes-per-token table built from tokenizer
+    pieces), ratio (bits divided by a bytes-per-token literal), tilt (a target == hint
+    indicator meeting a probability), stored (the scored token compared with another value:
+    taint = that value's, state = the token's), smoothing (count + k over total + k), judgment
+    (an order found where the loop structure was visible; detail = what was found, a name of
+    order.py; taint and state = the data it rests on), placed (a helper's pass placed by its
+    caller: site = the update whose finding in the helper this replaces).
     """
 
     kind: str

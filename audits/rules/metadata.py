@@ -8,6 +8,7 @@ from audits.findings import Severity
 from audits.registry import FAIL, NEEDS_ACTION, WARN, Rule, check, found, pgolf, readme, rules
 from audits.stats import mean
 from audits.submission import ENTRY_SCRIPT, runs
+from audits.submission.runsettings import embeds, script_hashes
 
 RULES = rules(
     Rule("SUBMISSION_JSON_INVALID", FAIL, "metadata",
@@ -263,22 +264,6 @@ def _bytes(sub, claims):
                         hint="Use the size of the shipped script.")
 
 
-def _script_hashes(script) -> set[str]:
-    hashes = {hashlib.sha256(script.data).hexdigest()}
-    if script.text is not None:
-        hashes.add(hashlib.sha256(script.text.rstrip("\n").encode()).hexdigest())
-    return hashes
-
-
-def _embeds(src, script) -> bool:
-    """Whether a log's embedded source is `script` as shipped (trailing newlines ignored; a
-    16-hex marker compared as a prefix; an open-ended block as a prefix of the log's lines)."""
-    if src.open_ended is not None:
-        return script.text is not None and src.starts_with(script.text)
-    candidates = {src.sha256, src.normalized_sha256} - {None}
-    return any(h.startswith(c) or c.startswith(h) for h in _script_hashes(script) for c in candidates)
-
-
 @check("LOG_SOURCE_MISMATCH")
 def log_source_mismatch(sub, options):
     """What it checks: when a log embeds its script's source (the baseline's `log0(code)`, the
@@ -308,7 +293,7 @@ def log_source_mismatch(sub, options):
     shipped file is compared with its beginning.
     """
     script = sub.scripts.get(ENTRY_SCRIPT)
-    hashes = _script_hashes(script) if script is not None else set()
+    hashes = script_hashes(script) if script is not None else set()
     payload = None if script is None else script.unwrapped
     ran = set() if script is None else {hashlib.sha256(script.data).hexdigest()} | (
         set() if payload is None else {hashlib.sha256(payload.encode("utf-8")).hexdigest()})
@@ -334,7 +319,7 @@ def log_source_mismatch(sub, options):
             embedded.append((log, src))
         if script is None:
             continue
-        if _embeds(src, script) or any(_embeds(src, other) for other in sub.scripts.values()):
+        if embeds(src, script) or any(embeds(src, other) for other in sub.scripts.values()):
             continue
         length = "its end unmarked" if src.open_ended is not None else f"{src.lines} lines"
         yield found("LOG_SOURCE_MISMATCH", f"{log.rel} embeds a source ({length}) that differs "

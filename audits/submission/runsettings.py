@@ -5,6 +5,7 @@ these turn it on), and the data files those lines put in place."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 from audits.submission import Submission
@@ -62,6 +63,47 @@ def turned_off(sub: Submission) -> dict[str, str]:
                 if name not in logged and name not in on and _is_off(value):
                     found.setdefault(name, f"{rel}:{number} ({name}={value})")
     return found
+
+
+# A command that starts a script: `torchrun --nproc_per_node=8 train.py`, `python3 eval.py`.
+_RUNNER = re.compile(r"\b(torchrun|python3?|accelerate\s+launch|deepspeed)\b[^\n;&|#]*?([\w./-]+\.py)\b")
+
+
+def launched(sub: Submission) -> tuple[str, ...]:
+    """The shipped scripts the runs started: those whose source a log embeds (they are what
+    produced the scores), else those the launch scripts' or the README's commands start,
+    `torchrun` ones first (the scored run is a distributed one). Empty when nothing says."""
+    embedded = [log.parsed.embedded_source for log in sub.logs]
+    shown = [rel for rel, script in sorted(sub.scripts.items())
+             if any(src is not None and embeds(src, script) for src in embedded)]
+    if shown:
+        return tuple(shown)
+    texts = sorted(sub.launch.items()) + ([("README.md", sub.readme)] if sub.readme else [])
+    named: dict[str, list[str]] = {"torchrun": [], "other": []}
+    for _, text in texts:
+        for runner, path in _RUNNER.findall(text):
+            named["torchrun" if runner == "torchrun" else "other"].append(path.rsplit("/", 1)[-1])
+    for names in named.values():
+        found = [rel for rel in sorted(sub.scripts) if rel.rsplit("/", 1)[-1] in names]
+        if found:
+            return tuple(found)
+    return ()
+
+
+def script_hashes(script) -> set[str]:
+    hashes = {hashlib.sha256(script.data).hexdigest()}
+    if script.text is not None:
+        hashes.add(hashlib.sha256(script.text.rstrip("\n").encode()).hexdigest())
+    return hashes
+
+
+def embeds(src, script) -> bool:
+    """Whether a log's embedded source is `script` as shipped (trailing newlines ignored; a
+    16-hex marker compared as a prefix; an open-ended block as a prefix of the log's lines)."""
+    if src.open_ended is not None:
+        return script.text is not None and src.starts_with(script.text)
+    candidates = {src.sha256, src.normalized_sha256} - {None}
+    return any(h.startswith(c) or c.startswith(h) for h in script_hashes(script) for c in candidates)
 
 
 _COUNTER = re.compile(r"(?<![\w.])([a-z][a-z0-9_]*)[=:]\s*(\d+)\b(?![.\w])")

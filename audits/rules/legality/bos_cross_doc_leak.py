@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from audits.legality.judge import INFO, Verdict, recognizer
+from audits.legality.values import kinds
 from audits.registry import C1, FAIL, ILLEGAL, Rule, Words, check, pr, rules, words
 from audits.rules.legality.evidence import findings
 
@@ -34,7 +35,7 @@ def _read(e, facts):
     """Previous-token mixing, masked at document starts or not."""
     if e.kind != "mix":
         return []
-    if "masked" in e.flags:
+    if kinds(e.taint, "mask"):  # a test of the ids stops it (also one a caller passed in)
         return [Verdict("BOS_CROSS_DOC_LEAK", MASKED, INFO, e.site)]
     return [Verdict("BOS_CROSS_DOC_LEAK", UNMASKED, FAIL, e.site)]
 
@@ -50,7 +51,7 @@ def _isolation(v, isolation):
     return dataclasses.replace(v, kind=PAST_CONTEXT, severity=min(v.severity, INFO))
 
 
-recognizer("BOS_CROSS_DOC_LEAK", _read, shape=True, isolation=_isolation)
+recognizer("BOS_CROSS_DOC_LEAK", _read, shape=True, isolation=_isolation, by_callers=True)
 
 
 @check("BOS_CROSS_DOC_LEAK")
