@@ -65,8 +65,21 @@ def turned_off(sub: Submission) -> dict[str, str]:
     return found
 
 
-# A command that starts a script: `torchrun --nproc_per_node=8 train.py`, `python3 eval.py`.
-_RUNNER = re.compile(r"\b(torchrun|python3?|accelerate\s+launch|deepspeed)\b[^\n;&|#]*?([\w./-]+\.py)\b")
+# Programs that start a training script: `torchrun --nproc_per_node=8 train.py`, `python3 eval.py`.
+_RUNNERS = ("torchrun", "python", "python3", "launch", "deepspeed")
+
+
+def _started(line: str) -> tuple[str, str] | None:
+    """(runner, script name) of a command on `line`: the first `.py` word after a runner word.
+    Read word by word (the line is the submission's text: no pattern that could backtrack)."""
+    words = [w.strip("`'\"();,.&|") for w in line.split()]
+    for i, word in enumerate(words):
+        if word.rsplit("/", 1)[-1] in _RUNNERS:
+            for later in words[i + 1:]:
+                if later.endswith(".py"):
+                    return word.rsplit("/", 1)[-1], later.rsplit("/", 1)[-1]
+            return None
+    return None
 
 
 def launched(sub: Submission) -> tuple[str, ...]:
@@ -81,8 +94,10 @@ def launched(sub: Submission) -> tuple[str, ...]:
     texts = sorted(sub.launch.items()) + ([("README.md", sub.readme)] if sub.readme else [])
     named: dict[str, list[str]] = {"torchrun": [], "other": []}
     for _, text in texts:
-        for runner, path in _RUNNER.findall(text):
-            named["torchrun" if runner == "torchrun" else "other"].append(path.rsplit("/", 1)[-1])
+        for line in text.splitlines():
+            started = _started(line)
+            if started is not None:
+                named["torchrun" if started[0] == "torchrun" else "other"].append(started[1])
     for names in named.values():
         found = [rel for rel in sorted(sub.scripts) if rel.rsplit("/", 1)[-1] in names]
         if found:
