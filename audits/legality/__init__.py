@@ -149,8 +149,7 @@ def _by_callers(verdicts: list[Verdict]) -> list[Verdict]:
     (its parameters unknown) gives way where a caller in the run read it with the arguments known."""
     known = {(v.rule, v.site.statement) for v in verdicts
              if not v.open and not v.unreachable and not v.side_script}
-    return [v for v in verdicts if not (v.open and judge.RECOGNIZERS[v.rule].by_callers
-                                        and (v.rule, v.site.statement) in known)]
+    return [v for v in verdicts if not (v.open and (v.rule, v.site.statement) in known)]
 
 
 def _replaced_by_placing(v: Verdict) -> bool:

@@ -35,7 +35,7 @@ class Verdict:
     origin: Site | None = None  # what makes it so (the key hashed from the target, the call passing val data)
     side_script: bool = False  # in a script the entry point does not run
     unreachable: bool = False  # in code the entry point never reaches
-    open: bool = False  # read in a callee with its parameters unknown (its callers know them)
+    open: bool = False  # its rule waits for the callers (a mask passed in, statistics returned)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,9 +61,10 @@ class Recognizer:
     # Its verdict once the run's evaluation is known to keep documents apart (the name of what
     # does: varlen attention, a document mask) or not (None).
     isolation: Callable[[Verdict, str | None], Verdict] | None = None
-    # Its reading turns on what a caller passes (a mask given as an argument): where a caller's
-    # view, with the arguments known, reads the operation, it replaces the callee's own view.
-    by_callers: bool = False
+    # Whether its reading of an event turns on what the callers do (pass a mask as an argument,
+    # use statistics the callee returns): where a caller's view, with that known, reads the
+    # operation, it replaces such a reading of the callee's own view.
+    by_callers: Callable[[Event], bool] | None = None
 
 
 RECOGNIZERS: dict[str, Recognizer] = {}
@@ -89,8 +90,7 @@ def verdicts(events: list[Event], reachable: bool, hypothetical: bool = False,
     out: list[Verdict] = []
     for event in events:
         found = [v for rule in RECOGNIZERS.values() for v in rule.read(event, facts)]
-        if _symbolic(event):
-            found = [dataclasses.replace(v, open=True) for v in found]
+        found = [dataclasses.replace(v, open=True) if _waits(v.rule, event) else v for v in found]
         settings = non_default(event)
         defaults = tuple(at_default(event.flags))
         if defaults:
@@ -109,10 +109,10 @@ def verdicts(events: list[Event], reachable: bool, hypothetical: bool = False,
     return out
 
 
-def _symbolic(event: Event) -> bool:
-    """Does the event rest on a parameter of its function, or on what its callers do with a
-    value it returns ("open")? Only its callers know."""
-    return "open" in event.flags or any(label[0] == "param" for label in event.taint | event.state)
+def _waits(rule: str, event: Event) -> bool:
+    """Does the rule's reading of the event wait for what the callers do?"""
+    waits = RECOGNIZERS[rule].by_callers
+    return waits is not None and waits(event)
 
 
 def first_line(site: Site) -> tuple:
