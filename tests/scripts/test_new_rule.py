@@ -1,6 +1,7 @@
 """scripts/new_rule.py: a new legality rule is its module, its fixtures and its line in
-docs/legality.md, nothing else; the catalogue's tests take it without an edit, and fail once one of
-those pieces is missing. Run on a copy of the parts of the project the rule touches."""
+docs/legality.md, nothing else; the catalogue's tests and the review snapshot take it without an
+edit, and fail once one of those pieces is missing. Run on a copy of the parts of the project the
+rule touches."""
 
 import os
 import shutil
@@ -11,7 +12,8 @@ from pathlib import Path
 ROOT = Path(__file__).parents[2]
 COPIED = ("audits", "scripts/new_rule.py", "docs/legality.md", "pyproject.toml", "tests/__init__.py",
           "tests/legality_fixtures.py", "tests/audits/test_catalogue.py",
-          "tests/audits/legality/test_rule_homes.py", "tests/fixtures/legality")
+          "tests/audits/legality/test_rule_homes.py", "tests/audits/legality/test_markdown.py",
+          "tests/audits/legality/snapshots", "tests/fixtures/legality")
 NEW = ("audits/rules/legality/answer_peek.py", "docs/legality.md",
        "tests/fixtures/legality/answer_peek/answer_peek_legal.py",
        "tests/fixtures/legality/answer_peek/answer_peek_violation.py")
@@ -59,7 +61,8 @@ def test_a_new_legality_rule_touches_its_module_its_fixtures_and_the_docs_page_o
                   "print(*(r.id for r in catalogue.RULES if r.family == 'legality'))")
     assert listed.stdout.split()[-1] == "ANSWER_PEEK", listed.stderr
 
-    passed = _tests(copy, "tests/audits/test_catalogue.py", "tests/audits/legality/test_rule_homes.py")
+    passed = _tests(copy, "tests/audits/test_catalogue.py", "tests/audits/legality/test_rule_homes.py",
+                    "tests/audits/legality/test_markdown.py")
     assert passed.returncode == 0, passed.stdout[-3000:]
 
     # without its line in the docs table, or without a legal fixture, the catalogue's tests fail

@@ -9,9 +9,11 @@ from audits.context import AuditOptions
 from audits.engine import AuditReport, audit_submission
 from audits.report import render_markdown
 from audits.submission import load
-from tests.legality_fixtures import ROOT, RULES
+from tests.legality_fixtures import ROOT
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "legality_review.md"
+# The rules the review is asked for: named here, so that a new rule leaves the snapshot as it is.
+RULES = ("TTT_SCORE_AFTER_ADAPT", "TWO_PASS_RESCORE", "BOS_CROSS_DOC_LEAK", "SLOT", "ETLB", "NGRAM_TARGET_IN_KEY")
 
 
 def review(tmp_path) -> str:
