@@ -48,13 +48,12 @@ TECHNIQUES = {
     "doc_mask": ("doc_mask",),
     "rans": ("compressor",),
     "lanes": ("parallel_lanes", "parallel_residual_start"),
+    "lora_ttt": ("ttt_mode", "sliding_window_enabled"),
 }
 # Techniques built but off in the frontier preset, with the values their records ran.
 EXTRAS = {
     "awq": {"AWQ_GROUPS": "1"},                                          # PR #1908
     "progressive": {"TRAIN_SEQ_SCHEDULE": "1024@0.1"},                   # PR #2014, at 2,048
-    # As #1855's evaluation: the TTT score and no sliding-window pass, whose time would count.
-    "lora_ttt": {"TTT_MODE": "lora", "SLIDING_WINDOW_ENABLED": "0"},    # PRs #1855, #1953
 }
 RECORD_SCRIPT = "record_script"
 

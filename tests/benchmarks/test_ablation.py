@@ -52,8 +52,9 @@ def test_arm_settings_and_unknown_arms():
     assert ablation.arm_settings("record+lanes") == {"PARALLEL_LANES": "True",
                                                      "PARALLEL_RESIDUAL_START": "8"}
     assert ablation.arm_settings("frontier+awq") == {"PRESET": "frontier", "AWQ_GROUPS": "1"}
-    lora = load_config(env={}, overrides=ablation.arm_settings("frontier+lora_ttt"))
+    lora = load_config(env={}, overrides=ablation.arm_settings("record+lora_ttt"))
     assert lora.ttt_mode == "lora" and lora.ttt_enabled and not lora.sliding_window_enabled
+    assert lora.preset == "record" and not lora.lqer_enabled
     with pytest.raises(SystemExit, match=r"unknown arm 'record\+awq'; one of: record, frontier, "):
         ablation.arm_settings("record+awq")
 

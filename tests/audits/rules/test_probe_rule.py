@@ -126,4 +126,4 @@ def test_the_frontier_bundle_is_probed_with_its_gates_and_lqer(tmp_path):
     for shipped in (compact_form(source).encode(), shipped_form(source)):
         assert known[hashlib.sha256(shipped).hexdigest()][1] == (
             ("LQER_ENABLED", "1"), ("SMEAR_GATE_ENABLED", "1"), ("SPARSE_ATTN_GATE_ENABLED", "1"),
-            ("TTT_MODE", "sgd"))
+            ("TTT_MODE", "lora"))
