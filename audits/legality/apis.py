@@ -85,6 +85,9 @@ SELECT_CALLS = {"min", "max", "torch.minimum", "torch.maximum", "torch.min", "to
                 "numpy.amax", "torch.argmin", "torch.argmax", "numpy.argmin", "numpy.argmax"}
 SELECT_METHODS = {"min", "max", "amin", "amax", "minimum", "maximum", "fmin", "fmax", "argmin", "argmax"}
 WHERE_CALLS = {"torch.where", "numpy.where"}
+# Repeat each element a given number of times (a token's value over its bytes).
+SPREAD_CALLS = {"numpy.repeat", "torch.repeat_interleave"}
+SPREAD_METHODS = {"repeat_interleave"}
 
 # Tokenizer calls that turn a token id into its text or bytes.
 PIECE_METHODS = {"id_to_piece", "IdToPiece", "decode", "decode_ids", "DecodeIds",
@@ -143,6 +146,6 @@ def interpreted(name: str) -> bool:
     """A library function the analysis gives a meaning to (a dotted name in one of the tables)."""
     return "." in name and any(name in table for table in (
         LOSS_CALLS, PROB_CALLS, GATHER_CALLS, MODULE_LOADERS, SAMPLE_CALLS, CREATE_CALLS,
-        COPY_CALLS, REDUCE_CALLS, MUTATE_CALLS, HASH_CALLS, SELECT_CALLS, WHERE_CALLS, ENV_READS,
-        SERIALIZE_CALLS, DECOMPRESS_CALLS, ARRAY_LOAD_CALLS, NETWORK_CALLS, SHELL_CALLS,
+        COPY_CALLS, REDUCE_CALLS, MUTATE_CALLS, HASH_CALLS, SELECT_CALLS, WHERE_CALLS, SPREAD_CALLS,
+        ENV_READS, SERIALIZE_CALLS, DECOMPRESS_CALLS, ARRAY_LOAD_CALLS, NETWORK_CALLS, SHELL_CALLS,
         EQUALITY_CALLS))

@@ -13,7 +13,7 @@ from audits.legality.program import ClassInfo, Function
 from audits.legality.values import (
     BLOB, EMPTY, GEN, GRAD, HASH, HOOK, LOADED, LOCAL_KINDS, LOSSFN, MODEL, NORM, OPTIM, PROB, READ,
     RELOCATED_KINDS, STAT, TARGET, TRAIN, Event, Site, Taint, data_roots, has_data, keyed, kinds,
-    loss_data, objref, pick, substitute,
+    judged, loss_data, objref, pick, substitute,
 )
 
 _SILENT = {"print", "super", "setattr", "delattr", "vars", "locals", "globals", "exec", "eval",
@@ -150,6 +150,8 @@ def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
         return union
     if name in apis.EQUALITY_CALLS:
         return env.derived(union) | ({("mask", site)} if has_data(union) else EMPTY)
+    if name in apis.SPREAD_CALLS and len(args) >= 2:
+        return union | judged("spread", site, (args[0].taint, args[1].taint))
     if name in apis.PROB_CALLS:
         return union | {PROB}
     if name in apis.SELECT_CALLS:
@@ -363,6 +365,8 @@ def method_call(w, node: cst.Call, func: cst.Attribute, args: list[Arg]) -> Tain
             if name == "log1p" and w.fixed_boost(operators.tilt_excess(receiver_node, w.boost_names)):
                 w.normalizer(frozenset({NORM}))  # (p * (exp(beta) - 1)).log1p() is log Z
         return receiver | union | {("loss", site)}
+    if name in apis.SPREAD_METHODS and args:
+        return receiver | union | judged("spread", site, (receiver, args[0].taint))
     if name in apis.PROB_METHODS:
         return receiver | union | {PROB}
     if name in apis.GATHER_METHODS:

@@ -28,8 +28,9 @@ Labels are tuples whose first item is the kind:
   ("gate", site, how)            read from the scored token: a "lookup" (table[target]) or a
                                  "compare" (target < k)
   ("bytes", site) ("gated", site) ("select", site)
-  ("pending_select", site, parts)   a min/max or comparison over a helper's parameters, judged
-                                 where it is called (the taints of its operands)
+  ("pending", site, op, parts)    an operation over a helper's parameters (a "select": min/max
+                                 or comparison; a "spread": a repeat by a count), judged where
+                                 it is called (the taints of its operands)
   ("filled", site, params)       written into at `site` with data; `params`: the parameters it came
                                  from alone (a fill only where a caller passes data), else None
   ("keyed", site)                a hash key first combined with the scored token at `site`
@@ -297,21 +298,37 @@ def picks_by_outcome(*compared: Taint) -> bool:
     return len(passes(union)) >= 2 or (PROB in union and len(passes(union, "out")) >= 2)
 
 
-# What a pick's operands keep while their data is the caller's: enough to judge it there.
-_PICK_KINDS = {"loss", "out", "earlier", "param", "enclosing", "target", "grad", "prob"}
+def _spread(value: Taint, repeats: Taint) -> bool:
+    """`np.repeat(lp / n, n)` with `n` read from a table at the scored token (its byte count): the
+    token's log-probability spread over its own bytes, as `p ** (1 / n)` spreads it."""
+    return bool((kinds(value, "loss") or PROB in value) and kinds(repeats, "gate"))
+
+
+# What an operation on a helper's parameters is judged on where the helper is called, and what
+# its operands keep meanwhile.
+_JUDGED = {"select": lambda *parts: picks_by_outcome(*parts), "spread": _spread}
+_PENDING_KINDS = {"loss", "out", "earlier", "param", "enclosing", "target", "grad", "prob", "gate"}
+
+
+def judged(op: str, site: Site, parts) -> Taint:
+    """An operation at `site` over its operands `parts`: ("select", site) where a min/max/argmin
+    or comparison picks the better of two passes by the realized token; ("bytes", gate site) where
+    a repeat spreads a token's log-probability over the bytes a table gives the scored token. Where
+    the operands are still a helper's parameters, ("pending", site, op, parts), judged again
+    where the helper is called (substitute)."""
+    parts = tuple(part for part in parts if part or op == "spread")  # a constant is no operand of a pick
+    if parts and _JUDGED[op](*parts):
+        if op == "spread":
+            return frozenset(("bytes", label[1]) for label in kinds(parts[1], "gate"))
+        return frozenset({("select", site)})
+    if any(label[0] in ("param", "enclosing") for part in parts for label in part):
+        kept = tuple(frozenset(label for label in part if label[0] in _PENDING_KINDS) for part in parts)
+        return frozenset({("pending", site, op, kept)})
+    return EMPTY
 
 
 def pick(site: Site, parts) -> Taint:
-    """A min/max/argmin or comparison at `site` over `parts`: ("select", site) where it picks the
-    better of two passes by the realized token; where its operands are still a helper's parameters,
-    ("pending_select", site, parts), judged again where the helper is called (substitute)."""
-    parts = tuple(part for part in parts if part)
-    if picks_by_outcome(*parts):
-        return frozenset({("select", site)})
-    if any(label[0] in ("param", "enclosing") for part in parts for label in part):
-        kept = tuple(frozenset(label for label in part if label[0] in _PICK_KINDS) for part in parts)
-        return frozenset({("pending_select", site, kept)})
-    return EMPTY
+    return judged("select", site, parts)
 
 
 def substitute(taint: Taint, args: list[Taint], call: Site, callee) -> Taint:
@@ -332,10 +349,10 @@ def substitute(taint: Taint, args: list[Taint], call: Site, callee) -> Taint:
             out.add(("objref", ("param", label[1][2])))
         elif kind in LOCAL_KINDS:
             continue
-        elif kind == "pending_select":
-            parts = [substitute(part, args, call, callee) for part in label[2]]
+        elif kind == "pending":
+            parts = [substitute(part, args, call, callee) for part in label[3]]
             site = label[1].moved(call) if label[1].fn is callee else label[1]
-            out |= pick(site, parts)
+            out |= judged(label[2], site, parts)
         elif kind == "filled" and label[2] is not None and label[1].fn is callee:
             written = frozenset().union(*(args[i] for i in label[2] if i < len(args)))
             if has_data(written):  # else the caller's arguments were settings, not data
