@@ -9,8 +9,8 @@ import libcst as cst
 
 from audits.legality import syntax
 from audits.legality.values import (
-    BLOB, EMPTY, GEN, GRAD, INDICATOR, MODEL, PROB, STAT, TARGET, TRAIN, VAL, Taint, has_data, kinds,
-    passes, picks_by_outcome,
+    BLOB, EMPTY, GEN, INDICATOR, MODEL, PROB, STAT, TARGET, TRAIN, VAL, Taint, has_data, kinds,
+    passes,
 )
 
 # Data files are named by split: fineweb_val_000000.bin, fineweb_train_*.bin, val.bin, ...
