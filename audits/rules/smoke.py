@@ -74,8 +74,11 @@ def import_fail(sub, options):
     with the run's nonce, so a script that writes a report of its own and exits is no pass; one that
     digs the nonce out of the harness's memory (it runs in the same process) could still forge one.
     Without bubblewrap the filesystem is the host's; without bubblewrap or unshare the network is
-    too, and the finding says so; the writable space is a size-limited tmpfs only under bubblewrap
-    or unshare. With `--no-smoke` (and in `pgolf package`, which imports nothing), and where no
+    too, and the finding says so; the writable space is a tmpfs bounded in size and inodes only
+    under bubblewrap or unshare. Memory is bounded for the whole process tree only where pgolf can
+    make a cgroup (v2, with the memory controller: root, or a container's own hierarchy);
+    elsewhere it is bounded per process and the tree by the process limit, and the finding says
+    so. With `--no-smoke` (and in `pgolf package`, which imports nothing), and where no
     Python here has torch (the import is then skipped, and the finding says so), the rule is "not
     checked", never a pass.
     """
@@ -201,7 +204,7 @@ def _passed(result, script: Script, tag: str) -> Finding:
                  severity=Severity.INFO, file=script.rel,
                  evidence=f"imported in {result.seconds:.2f} s; Python {result.python}; "
                           f"sandbox {result.sandbox.describe()}; "
-                          f"{result.limits.describe()}; stubbed: {stubs}"
+                          f"{result.limits.describe(result.sandbox.tree_memory)}; stubbed: {stubs}"
                           + (f"; forward: {result.forward['detail']}" if result.forward else ""),
                  confidence="high" if result.sandbox.network_isolated else "low")
 

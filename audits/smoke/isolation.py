@@ -3,21 +3,23 @@ environment and identity each one runs the child with.
 
 Levels, best first (the best one that works here is used, and the report names it):
 - bubblewrap: new network, PID, IPC and UTS namespaces; a root filesystem that holds only the
-  system and Python directories and the temporary directory, all read-only, plus a size-limited
-  tmpfs (the sandbox area) for the copy of the folder, HOME and TMPDIR, /tmp and /dev/shm as
-  tmpfs of the same size, /dev read-only; no new privileges; run as nobody when pgolf runs as
-  root.
+  system and Python directories and the temporary directory, all read-only, plus a tmpfs of
+  bounded size and inodes (the sandbox area) for the copy of the folder, HOME and TMPDIR, /tmp
+  and /dev/shm as tmpfs of the same bounds, /dev read-only; no new privileges; run as nobody
+  when pgolf runs as root. The tmpfs are mounted by `unshare` in a mount namespace of their own
+  before bubblewrap starts (bubblewrap sizes a tmpfs but cannot bound its inodes); where
+  `unshare` cannot run, bubblewrap mounts them sized only, and the report says so.
 - unshare: new network, PID and mount namespaces and a fresh /proc (util-linux `unshare`); the
-  host's filesystem, with the same size-limited tmpfs (and an inode bound) mounted over the
-  sandbox area and over /dev/shm.
+  host's filesystem, with the same bounded tmpfs mounted over the sandbox area and /dev/shm.
 - none: no namespaces. The import has network access, and the sandbox area is a plain folder on
   the host's disk, limited per file only; the report says so.
 At every level: a fresh process, a scrubbed environment, HOME and TMPDIR inside the sandbox
-area, resource limits (memory per process, not for the whole tree: no cgroup is made), and
-everything the child started is killed at the end (at `none`, a
-daemon that leaves the process tree and group and replaces its environment can survive). A tmpfs
-disappears with its mount namespace, so at the first two levels nothing the script wrote is left
-on the host's disk.
+area, resource limits, and everything the child started is killed at the end (at `none`, a
+daemon that leaves the process tree and group and replaces its environment can survive).
+Memory is bounded for the whole process tree by a cgroup where this machine lets pgolf make one
+(`cgroup`), else per process, the tree then bounded by the process limit. A tmpfs disappears
+with its mount namespace, so at the first two levels nothing the script wrote is left on the
+host's disk.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from audits.smoke import cgroup
 
 NOBODY = 65534
 INODES = 10_000  # files and folders a tmpfs of the sandbox holds, where its mount takes a bound
@@ -47,11 +51,20 @@ class Sandbox:
     private_filesystem: bool  # only the sandbox area is writable, nothing else is visible
     disk_quota: bool  # the sandbox area is a size-limited tmpfs
     drop_to: int | None  # the uid the child switches to before running the script
+    inode_bound: bool = False  # every writable tmpfs holds at most INODES files and folders
+    tree_memory: bool = False  # a cgroup bounds the memory of the whole process tree
 
     @property
     def process_limit_enforced(self) -> bool:
         """The kernel never applies the process limit to uid 0."""
         return self.drop_to is not None or os.geteuid() != 0
+
+    @property
+    def own_user_namespace(self) -> bool:
+        """Whether the child runs in a user namespace `unshare` made (pgolf not root, at the unshare
+        level or bubblewrap with the inode bound): the process limit then counts its own
+        processes only, not every other one of this user."""
+        return os.geteuid() != 0 and (self.level == "unshare" or self.level == "bubblewrap" and self.inode_bound)
 
     def not_isolated(self) -> list[str]:
         """What this level leaves open, in a few words each, for the report's sandbox tag."""
@@ -64,6 +77,10 @@ class Sandbox:
             gaps.append("other processes")
         if not self.disk_quota:
             gaps.append("disk (bounded per file only)")
+        elif not self.inode_bound:
+            gaps.append("inodes (empty files and folders, bounded by memory only)")
+        if not self.tree_memory:
+            gaps.append("the process tree's memory (bounded per process and by the process count)")
         return gaps
 
     def describe(self) -> str:
@@ -72,8 +89,10 @@ class Sandbox:
                      else "no PID namespace (other processes are visible; detached processes may survive)")
         parts.append("read-only system, only the temporary copy writable" if self.private_filesystem
                      else "host filesystem, writable wherever this user can write")
-        parts.append("size-limited tmpfs for the copy" if self.disk_quota
-                     else "copy on the host's disk, no size limit but per file")
+        parts.append(("size- and inode-limited" if self.inode_bound else "size-limited") + " tmpfs for the copy"
+                     if self.disk_quota else "copy on the host's disk, no size limit but per file")
+        parts.append("a cgroup bounds the tree's memory" if self.tree_memory
+                     else "memory bounded per process (no cgroup)")
         uid = self.drop_to if self.drop_to is not None else os.geteuid()
         parts.append(f"uid {uid}" + ("" if self.process_limit_enforced else " (no process limit for root)"))
         return f"{self.level}: " + ", ".join(parts)
@@ -90,13 +109,17 @@ def best() -> Sandbox:
 
 @functools.lru_cache(maxsize=1)
 def _probe() -> tuple[tuple[str, Sandbox], ...]:
-    root = os.geteuid() == 0
+    drop_to = NOBODY if os.geteuid() == 0 else None
+    tree = cgroup.available()
     found = []
-    if shutil.which("bwrap") and _works(_bwrap_prefix):
-        found.append(("bubblewrap", Sandbox("bubblewrap", True, True, True, True, NOBODY if root else None)))
+    if shutil.which("bwrap"):
+        bounds = (True, False) if shutil.which("unshare") else (False,)
+        bounded = next((b for b in bounds if _works(functools.partial(_bwrap_prefix, inode_bound=b))), None)
+        if bounded is not None:
+            found.append(("bubblewrap", Sandbox("bubblewrap", True, True, True, True, drop_to, bounded, tree)))
     if shutil.which("unshare") and _works(_unshare_prefix):
-        found.append(("unshare", Sandbox("unshare", True, True, False, True, None)))
-    found.append(("none", Sandbox("none", False, False, False, False, None)))
+        found.append(("unshare", Sandbox("unshare", True, True, False, True, None, True, tree)))
+    found.append(("none", Sandbox("none", False, False, False, False, None, False, tree)))
     return tuple(found)
 
 
@@ -147,29 +170,38 @@ def command(sandbox: Sandbox, tmp: Path, area: Path, area_bytes: int, argv: list
     """The command line that runs `argv` with `python` at this level, in `area`, with `tmp`
     readable and `area` writable (a tmpfs of `area_bytes` where the level has one)."""
     if sandbox.level == "bubblewrap":
-        return [*_bwrap_prefix(tmp, area, area_bytes, python.paths), *argv]
+        return [*_bwrap_prefix(tmp, area, area_bytes, python.paths, inode_bound=sandbox.inode_bound), *argv]
     if sandbox.level == "unshare":
         return [*_unshare_prefix(tmp, area, area_bytes), *argv]
     return list(argv)
 
 
-def _bwrap_prefix(tmp: Path, area: Path, area_bytes: int, python_paths=()) -> list[str]:
-    if os.geteuid() == 0:
+def _bwrap_prefix(tmp: Path, area: Path, area_bytes: int, python_paths=(), *, inode_bound: bool) -> list[str]:
+    """bwrap's command line; with `inode_bound`, behind `unshare` mounting the three tmpfs (the
+    area, /tmp and /dev/shm) with an inode bound in a mount namespace that bwrap then starts in."""
+    root = os.geteuid() == 0
+    if root:
         # No user namespace: in one, only uid 0 would exist, and the child could not switch to
         # nobody. bwrap drops root's capabilities; the child needs these two to drop root itself.
         args = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
                 "--unshare-cgroup-try", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     else:
         args = ["bwrap", "--unshare-all"]
+        if inode_bound:  # bwrap runs as root of unshare's user namespace: it would pass its capabilities on
+            args += ["--cap-drop", "ALL", "--uid", str(os.getuid()), "--gid", str(os.getgid())]
     # The child is the namespace's first process: when it ends, the kernel kills the rest before bwrap
     # returns, so nothing is still dying when the import is reported.
     args += ["--as-pid-1", "--die-with-parent", "--new-session"]
-    # /tmp first: a Python installed under it is bound on top of the fresh /tmp, not hidden by it
-    # Every writable mount is a tmpfs of the area's size; /dev (a tmpfs of device nodes) is then
+    # /tmp first: a Python installed under it is bound on top of the fresh /tmp, not hidden by it.
+    # Every writable mount is a tmpfs of the area's bounds; /dev (a tmpfs of device nodes) is then
     # made read-only, its shm and the nodes being mounts of their own.
-    size = ["--size", str(area_bytes)]
-    args += ["--proc", "/proc", "--dev", "/dev", *size, "--tmpfs", "/tmp", *size, "--tmpfs", "/dev/shm",
-             "--remount-ro", "/dev"]
+    mounted = {"/tmp": tmp / "mnt-tmp", "/dev/shm": tmp / "mnt-shm", str(area): area}
+    if inode_bound:
+        writable = {dest: ["--bind", str(src), dest] for dest, src in mounted.items()}
+    else:
+        writable = {dest: ["--perms", "0777" if dest == str(area) else "1777", "--size", str(area_bytes),
+                           "--tmpfs", dest] for dest in mounted}
+    args += ["--proc", "/proc", "--dev", "/dev", *writable["/tmp"], *writable["/dev/shm"], "--remount-ro", "/dev"]
     bound: list[str] = []
     made: set[str] = set()
     for path in sorted({*_SYSTEM_PATHS, *_python_paths(), *python_paths}):
@@ -190,8 +222,18 @@ def _bwrap_prefix(tmp: Path, area: Path, area_bytes: int, python_paths=()) -> li
         if str(parent) not in made and str(parent) not in bound:
             args += ["--perms", "0755", "--dir", str(parent)]
     # The area is writable by the child whoever it runs as; the namespace is its own.
-    args += ["--ro-bind", str(tmp), str(tmp), "--perms", "0777", "--size", str(area_bytes), "--tmpfs", str(area)]
-    return args + ["--chdir", str(area), "--"]
+    args += ["--ro-bind", str(tmp), str(tmp), *writable[str(area)], "--chdir", str(area), "--"]
+    if not inode_bound:
+        return args
+    user = [] if root else ["--user", "--map-root-user"]
+    # A pgolf killed before bwrap starts is not there for bwrap to die with: the shell makes sure
+    # its parent is still pgolf ($6) just before it becomes bwrap.
+    mount = ('mkdir -p "$4" "$5" && mount -t tmpfs -o "size=$1,nr_inodes=$2,mode=0777" pgolf-smoke "$3" && '
+             'mount -t tmpfs -o "size=$1,nr_inodes=$2,mode=1777" pgolf-tmp "$4" && '
+             'mount -t tmpfs -o "size=$1,nr_inodes=$2,mode=1777" pgolf-shm "$5" && '
+             'read -r _ _ _ parent _ < /proc/$$/stat && [ "$parent" = "$6" ] && shift 6 && exec "$@"')
+    return ["unshare", *user, "--mount", "--", "sh", "-c", mount, "sh", str(area_bytes), str(INODES), str(area),
+            str(mounted["/tmp"]), str(mounted["/dev/shm"]), str(os.getpid()), *args]
 
 
 def _python_paths() -> list[str]:

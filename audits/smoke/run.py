@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from audits.findings import Finding
-from audits.smoke import guard, isolation, pipes, reap, snapshot, tempdirs
+from audits.smoke import cgroup, guard, isolation, pipes, reap, snapshot, tempdirs
 from audits.smoke.isolation import Sandbox
 from audits.submission import ENTRY_SCRIPT, Script, Submission
 
@@ -44,18 +44,21 @@ _PREFIX = "pgolf-smoke-"
 class Limits:
     wall_s: float = 120.0
     cpu_s: int = 120
-    memory_bytes: int = 4 * 2**30  # each process's; the tree's is this times `processes`
-    # processes and threads: the import of a record with torch needs 2; each fork would bring
-    # another `memory_bytes` (no cgroup bounds the tree as a whole)
+    memory_bytes: int = 4 * 2**30  # the whole tree's, where a cgroup bounds it; else each process's
+    # processes and threads: the import of a record with torch needs 2; without a cgroup each fork
+    # could bring another `memory_bytes`
     processes: int = 8
     open_files: int = 256
     output_bytes: int = 8 * 2**20  # stdout and stderr together, and any one file the script writes
     disk_bytes: int = 512 * 2**20  # all the script writes in the sandbox area, where it is a tmpfs
 
-    def describe(self) -> str:
-        return (f"limits {self.wall_s:g} s wall, {self.cpu_s} s CPU, {self.memory_bytes / 2**30:g} GiB "
-                f"memory a process, {self.processes} processes, {self.open_files} open files, "
-                f"{self.output_bytes / 2**20:g} MiB output, {self.disk_bytes / 2**20:g} MiB disk")
+    def describe(self, tree_memory: bool) -> str:
+        memory = (f"{self.memory_bytes / 2**30:g} GiB memory for the whole process tree" if tree_memory else
+                  f"{self.memory_bytes / 2**30:g} GiB memory a process (no cgroup: up to "
+                  f"{self.processes * self.memory_bytes / 2**30:g} GiB for the tree)")
+        return (f"limits {self.wall_s:g} s wall, {self.cpu_s} s CPU, {memory}, {self.processes} processes, "
+                f"{self.open_files} open files, {self.output_bytes / 2**20:g} MiB output, "
+                f"{self.disk_bytes / 2**20:g} MiB disk")
 
 
 @dataclasses.dataclass
@@ -145,8 +148,8 @@ def _run_child(tmp: Path, sub: Submission, script: Script, result: SmokeResult, 
         "nonce_fd": nonce_read, "result_fd": ends.child_result,
         "uid": sandbox.drop_to, "forward": forward,
         "limits": {"cpu_s": limits.cpu_s, "memory_bytes": limits.memory_bytes,
-                   "processes": limits.processes + isolation.tasks_of(
-                       sandbox.drop_to if sandbox.drop_to is not None else os.geteuid()),
+                   "processes": limits.processes + (0 if sandbox.own_user_namespace else isolation.tasks_of(
+                       sandbox.drop_to if sandbox.drop_to is not None else os.geteuid())),
                    "open_files": limits.open_files, "output_bytes": limits.output_bytes},
     }
     (runner / "config.json").write_text(json.dumps(config), encoding="utf-8")
@@ -155,11 +158,35 @@ def _run_child(tmp: Path, sub: Submission, script: Script, result: SmokeResult, 
     argv = [python.path, "-I", "-B", str(runner / "child.py"), str(runner / "config.json")]
     # The tmpfs holds the working copy as well as what the script writes.
     cmd = isolation.command(sandbox, tmp, area, limits.disk_bytes + copied, argv, python)
+    group = _cgroup(sandbox, limits)
+    if group is None and sandbox.tree_memory:  # none could be made now: the report says so
+        result.sandbox = dataclasses.replace(sandbox, tree_memory=False)
     try:
-        returncode, streams, stop = _execute(cmd, tmp, area, limits, ends, nonce_read)
+        returncode, streams, stop = _execute(cgroup.entering(group, cmd) if group else cmd, tmp, area, limits,
+                                             ends, nonce_read)
+        if group is not None and returncode != 0 and cgroup.memory_ran_out(group):
+            stop = "memory"
     finally:
         ends.close()
+        if group is not None:
+            cgroup.remove(group)
     _read_report(streams, nonce, result, returncode, stop)
+
+
+_SANDBOX_TASKS = 4  # bwrap's own processes, counted in the cgroup's process limit
+
+
+def _cgroup(sandbox: Sandbox, limits: Limits) -> Path | None:
+    """A cgroup for the run where the sandbox was found to have one, None where it cannot be made
+    now (the import then runs with the per-process bounds only)."""
+    top = cgroup.hierarchy() if sandbox.tree_memory else None
+    if top is None:
+        return None
+    cgroup.remove_stale(top)
+    try:
+        return cgroup.make(top, limits.memory_bytes, limits.processes + _SANDBOX_TASKS)
+    except OSError:
+        return None
 
 
 def _nonce_pipe(nonce: bytes) -> int:
@@ -266,6 +293,8 @@ def _stop_reason(returncode: int | None, stop: str | None, sandbox: Sandbox, lim
         return f"the wall-clock limit ({limits.wall_s:g} s)"
     if stop == "output":
         return f"the output limit ({limits.output_bytes / 2**20:g} MiB of stdout and stderr)"
+    if stop == "memory":
+        return f"the memory limit of the whole process tree ({limits.memory_bytes / 2**30:g} GiB)"
     # bwrap reports a child killed by signal N as status 128 + N; unshare and Python as -N
     sig = -returncode
     if sandbox.level == "bubblewrap" and returncode > 128:

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from support import SANDBOXES
 
-from audits.smoke import snapshot
+from audits.smoke import isolation, snapshot
 
 HERE = Path(__file__).parent
 BEST = next(iter(SANDBOXES.values()))
@@ -166,13 +166,40 @@ def test_every_writable_mount_is_sized(tmp_path):
 
 
 def test_forks_beyond_a_small_count_are_refused(tmp_path):
-    """Memory is bounded per process: the tree is bounded by refusing forks past a small count
-    (each fork may hold the whole per-process limit)."""
+    """Without a cgroup memory is bounded per process: the tree is bounded by refusing forks past a
+    small count (each fork may hold the whole per-process limit)."""
     if not BEST.process_limit_enforced:
         pytest.skip(f"the best sandbox here ({BEST.level}) runs as root, whom no process limit binds")
     run, findings, review = audit_and_review(tmp_path, "fork_memory")
     forked = int(re.search(r"forked (\d+)", smoke_message(findings)).group(1))
     assert forked < 8 and "Resource temporarily unavailable" in smoke_message(findings)
+
+
+def test_empty_folders_stop_at_the_inode_bound(tmp_path):
+    """Every writable tmpfs holds at most INODES files and folders (once, empty folders took 3 GB
+    of kernel memory beside a 512 MiB disk limit)."""
+    if not BEST.inode_bound:
+        pytest.skip(f"the best sandbox here ({BEST.level}) bounds no inodes: this would make a million folders")
+    run, findings, review = audit_and_review(tmp_path, "empty_dirs")
+    message = smoke_message(findings)
+    made = {place: int(count) for place, count in re.findall(r"(\.|/[\w/]+): (\d+) \(", message)}
+    assert sorted(made) == [".", "/dev/shm", "/tmp"], message
+    assert 0 < made["."] <= isolation.INODES and "No space left on device" in message, message
+    assert made["/tmp"] <= isolation.INODES and made["/dev/shm"] <= isolation.INODES, message
+
+
+def test_forks_filling_memory_stop_at_the_trees_limit(tmp_path):
+    """Six forks of 768 MiB each: where a cgroup bounds the tree, the kernel stops them at the
+    4 GiB the report states for the whole tree (once, six forks held 6.3 GB under a 4 GiB limit
+    a process)."""
+    if not BEST.tree_memory:
+        pytest.skip("no cgroup v2 with the memory controller that pgolf may write here: memory is bounded "
+                    "per process, the tree by the process count (test_forks_beyond_a_small_count_are_refused)")
+    run, findings, review = audit_and_review(tmp_path, "tree_memory")
+    message = smoke_message(findings)
+    assert "stopped by the memory limit of the whole process tree (4 GiB)" in message, message
+    held = [int(n) for n in re.findall(r"the tree holds (\d+) MiB", message)]
+    assert held and max(held) <= 4096, message  # 6 x 768 = 4608 MiB, had nothing stopped it
 
 
 def test_a_daemon_holding_the_pipes_does_not_hold_pgolf(tmp_path):
