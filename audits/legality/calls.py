@@ -67,7 +67,11 @@ def _relocated(taint: Taint, call: Site, closure: Function) -> Taint:
     labels (their parameters are the enclosing function's, not the closure's)."""
     out = set()
     for label in taint:
-        if label[0] in RELOCATED_KINDS and label[1] is not None and label[1].fn is closure:
+        if label[0] == "filled" and label[1].fn is closure:  # its data: this function's parameters
+            data = frozenset(("param", d[2]) if d[0] == "enclosing" and d[1] == call.fn.key else d
+                             for d in label[3])
+            out.add(("filled", label[1].moved(call), label[2], data))
+        elif label[0] in RELOCATED_KINDS and label[1] is not None and label[1].fn is closure:
             out.add((label[0], label[1].moved(call)) + label[2:])
         elif label[0] not in LOCAL_KINDS:
             out.add(label)

@@ -25,7 +25,7 @@ import libcst as cst
 from audits.legality import apis
 from audits.legality.program import compound_blocks
 from audits.legality.values import (
-    MODEL, Event, Site, Taint, data_roots, exclusive, is_score, is_update, kinds, switches,
+    GEN, MODEL, TRAIN, Event, Site, Taint, data_roots, exclusive, is_score, is_update, kinds, switches,
 )
 
 # What a judgment found, on tokens that are scored (the `detail` of its event):
@@ -404,9 +404,12 @@ def _prebuilt(fn, events: list[Event], scores: list[Event]) -> list[Event]:
     pass scored too, the tokens are scored twice (C4)."""
     verdicts = []
     for lookup in (e for e in events if e.kind == "lookup"):
-        fills = [label[1] for label in kinds(lookup.state, "filled")
-                 if label[1].fn is fn and relation(label[1], lookup.site) == "before"
-                 and not common_loops(label[1], lookup.site)]
+        # fills before the read, with data that may be validation tokens (a prefill from training
+        # shards, or from tokens the model generated, is the legal home of a table)
+        earlier = [label for label in kinds(lookup.state, "filled")
+                   if label[1].fn is fn and relation(label[1], lookup.site) == "before"
+                   and not common_loops(label[1], lookup.site) and label[3] - {TRAIN, GEN}]
+        fills = [label[1] for label in earlier]
         if not fills:
             continue
         # one finding per read: the first fill (by where the call is, then where the fill is)
@@ -420,7 +423,9 @@ def _prebuilt(fn, events: list[Event], scores: list[Event]) -> list[Event]:
             if passes:
                 fill, scored_there = min(passes, key=lambda site: (site.path, site.statement)), True
         found = SCORED_TWICE if scored_there else TRAINED_BEFORE_SCORED
-        verdicts.append(Event("judgment", fill, lookup.taint, lookup.taint, detail=found,
+        # what the table was filled with there: the rules ask whether that is validation data
+        written = frozenset().union(*(label[3] for label in earlier if label[1] == fill))
+        verdicts.append(Event("judgment", fill, lookup.taint, written, detail=found,
                               other=lookup.site, flags=frozenset({"prebuilt"}) | switches(lookup),
                               opening=_second_pass(lookup.site, fill) if scored_there else None))
     return verdicts

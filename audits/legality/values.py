@@ -31,8 +31,9 @@ Labels are tuples whose first item is the kind:
   ("pending", site, op, parts)    an operation over a helper's parameters (a "select": min/max
                                  or comparison; a "spread": a repeat by a count), judged where
                                  it is called (the taints of its operands)
-  ("filled", site, params)       written into at `site` with data; `params`: the parameters it came
-                                 from alone (a fill only where a caller passes data), else None
+  ("filled", site, params, data) written into at `site` with data; `params`: the parameters it came
+                                 from alone (a fill only where a caller passes data), else None;
+                                 `data`: the data roots written (which split filled it)
   ("keyed", site)                a hash key first combined with the scored token at `site`
   ("reloaded", site)             an object whose weights were all loaded afresh at `site`
                                  (a strict load_state_dict of weights read back from a file)
@@ -226,10 +227,10 @@ def has_data(taint: Taint) -> bool:
 def filled(site: Site, written: Taint) -> Label:
     """The label of a write of `written` (data) at `site`: which parameters alone it came from,
     or None where data of another kind was written too."""
-    data = [label for label in written if label[0] in DATA_KINDS]
+    data = data_roots(written)
     if all(label[0] == "param" for label in data):
-        return ("filled", site, frozenset(label[1] for label in data))
-    return ("filled", site, None)
+        return ("filled", site, frozenset(label[1] for label in data), data)
+    return ("filled", site, None, data)
 
 
 def enclosed(taint: Taint, scope) -> Taint:
@@ -357,6 +358,9 @@ def substitute(taint: Taint, args: list[Taint], call: Site, callee) -> Taint:
             written = frozenset().union(*(args[i] for i in label[2] if i < len(args)))
             if has_data(written):  # else the caller's arguments were settings, not data
                 out.add(filled(label[1].moved(call), written))
+        elif kind == "filled" and label[1].fn is callee:  # data of several kinds: each seen from here
+            out.add(("filled", label[1].moved(call), None,
+                     data_roots(substitute(label[3], args, call, callee))))
         elif kind in RELOCATED_KINDS and label[1] is not None and label[1].fn is callee:
             out.add((kind, label[1].moved(call)) + label[2:])
         else:
