@@ -12,7 +12,7 @@ import functools
 import re
 
 from audits.findings import Severity
-from audits.legality import judge, program
+from audits.legality import isolation, judge, program
 from audits.legality.interp import Analysis
 from audits.legality.judge import Verdict
 from audits.legality.parse import ParsedScript, parse
@@ -25,13 +25,6 @@ ENTRY = "train_gpt.py"
 SIDE_BUDGET = 1_000_000
 # the indent before the statement within its line (`^\s*` ran on over blank lines from each one)
 _IMPORT = re.compile(r"(?m)^[^\S\n]*(?:from\s+([\w.]+)\s+import|import\s+([\w.]+))")
-# Attention that keeps the documents of a packed row apart: variable-length (varlen) kernels with
-# cumulative sequence lengths, or a block mask built per document: a mask function comparing one
-# array at the query and the key (`doc_ids[q_idx] == doc_ids[kv_idx]`), or so named. A block mask
-# alone (`create_block_mask`) may be causal or a sliding window only. Outside a comment. A
-# subscript holds no bracket: one running to the next `]` would be tried from every `name[`, quadratic.
-_ISOLATION = re.compile(r"(?m)^[^#\n]*\b(cu_seqlens\w*|flash_attn_varlen\w*|varlen_attn\w*|"
-                        r"document_mask|doc_mask|(\w+)\[[^\[\]\n]*\bq\w*\]\s*==\s*\2\[[^\[\]\n]*\bkv?\w*\])")
 
 
 @dataclasses.dataclass
@@ -160,8 +153,7 @@ def _replaced_by_placing(v: Verdict) -> bool:
 def _follow_isolation(verdicts: list[Verdict], run) -> list[Verdict]:
     """Each verdict as its rule reads it once it is known whether the run's evaluation keeps
     documents apart (varlen or per-document attention), and by what."""
-    isolation = next((m for script in run if (m := _ISOLATION.search(script.source))), None)
-    name = isolation.group(1) if isolation is not None else None
+    name = isolation.found(run)
     out = []
     for v in verdicts:
         follow = judge.RECOGNIZERS[v.rule].isolation

@@ -64,9 +64,10 @@ def bos_cross_doc_leak(sub, options):
     """What it checks: previous-token mixing (`x[:, 1:] + g * x[:, :-1]`, or `x + g * x_prev`
     with `x_prev` built from `x[:, :-1]`) that is not masked where the current token is BOS (no
     `==`/`!=` comparison, a BOS mask, reaches the gate or the shifted term), in code whose
-    attention keeps the documents of a packed row apart (`cu_seqlens`, a varlen kernel, a block
-    mask whose function compares documents: `doc_ids[q_idx] == doc_ids[kv_idx]`; a causal or
-    sliding-window block mask keeps nothing apart). Masked mixing, and mixing where attention
+    attention keeps the documents of a packed row apart (`cu_seqlens`, a varlen kernel, a mask
+    that compares one array with itself at the query and key positions, whatever they are called:
+    `doc[b, q] == doc[b, kv]` in a mask function's third and fourth parameters, or `doc[:, :,
+    None] == doc[:, None, :]`; a causal or sliding-window mask keeps nothing apart). Masked mixing, and mixing where attention
     crosses documents anyway, are INFO.
 
     Why it matters: where documents are scored as isolated units, the first token of a document
@@ -82,6 +83,6 @@ def bos_cross_doc_leak(sub, options):
     under a plain causal attention over packed rows.
 
     Known limits: shifts made with `torch.roll` or `F.pad` are not recognised; isolation is read
-    from the names above anywhere in the code that runs, not traced to the scored forward pass.
+    anywhere in the code that runs, not traced to the scored forward pass.
     """
     yield from findings(sub, "BOS_CROSS_DOC_LEAK")
