@@ -301,6 +301,8 @@ def builtin(w, node: cst.Call, name: str, args: list[Arg]) -> Taint:
         return union | {STAT}
     if name == "hash":
         return union | {HASH}
+    if name == "next":  # an element of what is iterated, as a `for` target takes one
+        return operators.as_bytes(union)
     if name in ("float", "int", "bool"):
         return union
     if name == "getattr" and len(args) >= 2 and isinstance(args[1].node, cst.SimpleString):
