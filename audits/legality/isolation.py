@@ -15,6 +15,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from audits.legality import syntax
+from audits.pyversion import cstnodes
 
 # The variable-length kernels' own names (a library's functions and keywords), outside a comment.
 _VARLEN = re.compile(r"(?m)^[^#\n]*\b(cu_seqlens\w*|flash_attn_varlen\w*|varlen_attn\w*)")
@@ -33,44 +34,25 @@ def found(scripts) -> str | None:
 
 
 def _document_mask(module: cst.Module) -> cst.Comparison | None:
-    finder = _MaskFinder()
-    module.visit(finder)
-    return finder.found
-
-
-class _MaskFinder(cst.CSTVisitor):
-    """One walk: the first comparison of one array with itself at a mask function's query and key
-    positions, or along two new axes."""
-
-    def __init__(self):
-        self.positions: list[tuple[str, str] | None] = []  # per enclosing function: (query, key)
-        self.found: cst.Comparison | None = None
-
-    def _enter(self, params: cst.Parameters) -> None:
-        names = [p.name.value for p in list(params.posonly_params) + list(params.params)]
-        self.positions.append((names[2], names[3]) if len(names) >= 4 else None)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._enter(node.params)
-
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.positions.pop()
-
-    def visit_Lambda(self, node: cst.Lambda) -> None:
-        self._enter(node.params)
-
-    def leave_Lambda(self, node: cst.Lambda) -> None:
-        self.positions.pop()
-
-    def visit_Comparison(self, node: cst.Comparison) -> bool:
-        if self.found is not None:
-            return False
-        inner = self.positions[-1] if self.positions else None
-        if inner is not None and _same_array_at(node, lambda s: _reads(s, inner[0]), lambda s: _reads(s, inner[1])):
-            self.found = node
-        elif _same_array_at(node, _new_axis_at(1), _new_axis_at(0)):
-            self.found = node
-        return True
+    """The first comparison of one array with itself at a mask function's query and key positions,
+    or along two new axes. (A walk by the nodes' fields: libcst's visitors rebuild every node and
+    re-check it, which minified code can fail, and recurse as deep as the tree.)"""
+    stack: list[tuple[cst.CSTNode, tuple[str, str] | None]] = [(module, None)]
+    while stack:
+        node, inner = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.Lambda)):
+            names = [p.name.value for p in list(node.params.posonly_params) + list(node.params.params)]
+            inner = (names[2], names[3]) if len(names) >= 4 else None
+        elif isinstance(node, cst.Comparison):
+            if inner is not None and _same_array_at(node, lambda s: _reads(s, inner[0]),
+                                                    lambda s: _reads(s, inner[1])):
+                return node
+            if _same_array_at(node, _new_axis_at(1), _new_axis_at(0)):
+                return node
+        elif isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            continue  # text: no comparison inside (and a chain of thousands of literals)
+        stack.extend((child, inner) for child in reversed(list(cstnodes.children(node))))
+    return None
 
 
 def _same_array_at(comp: cst.Comparison, left_ok, right_ok) -> bool:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from audits.pyversion import cstnodes
+
 
 def unpacked(node: cst.Assign):
     """The values of `a, b = x, y` (every target a tuple of the same length), else None."""
@@ -146,31 +148,21 @@ def counters(loop: cst.While) -> tuple[str, ...]:
         elif isinstance(cur, cst.Comparison):
             for side in [cur.left] + [c.comparator for c in cur.comparisons]:
                 compared |= {n.value for n in name_nodes(side)}
-    bound = _Bound()
-    loop.body.visit(bound)
-    return tuple(sorted(compared & bound.names))
+    return tuple(sorted(compared & _bound(loop.body)))
 
 
-class _Bound(cst.CSTVisitor):
-    """Names a block binds by assignment, outside the functions and classes it defines."""
-
-    def __init__(self):
-        self.names: set[str] = set()
-
-    def visit_FunctionDef(self, node) -> bool:
-        return False
-
-    def visit_ClassDef(self, node) -> bool:
-        return False
-
-    def visit_Lambda(self, node) -> bool:
-        return False
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self.names.update(names(node.target))
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self.names.update(names(node.target))
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self.names.update(names(node.target))
+def _bound(block: cst.CSTNode) -> set[str]:
+    """Names a block binds by assignment, outside the functions, classes and lambdas it defines
+    (a walk by the nodes' fields: libcst's visitors rebuild and re-check every node)."""
+    found: set[str] = set()
+    stack = [block]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.AssignTarget):
+            found.update(names(node.target))
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+            found.update(names(node.target))
+        stack.extend(cstnodes.children(node))
+    return found
