@@ -3,11 +3,13 @@ loads and Python loops over gathered arrays (audits/legality/native.py), placed 
 
 from __future__ import annotations
 
+import dataclasses
+
 from audits import legality
 from audits.findings import Severity
 from audits.legality import native
 from audits.registry import WORDS, found
-from audits.submission import runsettings
+from audits.submission import runs, runsettings
 
 
 def native_findings(sub, rule: str, reading: str, kind: str):
@@ -31,8 +33,38 @@ def native_findings(sub, rule: str, reading: str, kind: str):
 
 def _channels_off(sub) -> dict[str, str]:
     """What the runs show off: settings at 0 (a boost, a weight) and counters every log prints at
-    0 (`word_gate=0`), by name."""
-    return {**runsettings.zero_counters(sub), **runsettings.turned_off(sub)}
+    0 (`word_gate=0`), by name. The runs are those whose final score submission.json claims, where
+    some are: earlier runs beside them (the channel still on, before a correction) are not what
+    was scored."""
+    claimed = _claimed_runs(sub)
+    runs_of = dataclasses.replace(sub, logs=claimed) if claimed else sub
+    return {**runsettings.zero_counters(runs_of), **runsettings.turned_off(runs_of)}
+
+
+def _claimed_runs(sub) -> list:
+    """The completed logs whose final score is a number submission.json states (the headline or a
+    seed's result, under whatever key)."""
+    data = sub.claims.data if sub.claims is not None else None
+    values = list(_numbers(data))
+    out = []
+    for log in runs.completed_logs(sub):
+        score = log.parsed.score
+        if score is not None and any(abs(score.val_bpb - v) <= runs.tolerance(runs.decimals_of(v), score.decimals)
+                                     for v in values):
+            out.append(log)
+    return out
+
+
+def _numbers(data, depth: int = 0):
+    """The floats of a parsed JSON value, a few levels deep."""
+    if isinstance(data, float):
+        yield data
+    elif depth < 4 and isinstance(data, dict):
+        for value in data.values():
+            yield from _numbers(value, depth + 1)
+    elif depth < 4 and isinstance(data, list):
+        for value in data[:64]:
+            yield from _numbers(value, depth + 1)
 
 
 def _silenced(hit, off: dict[str, str]) -> list[str]:

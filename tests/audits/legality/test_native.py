@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from support import audit_findings, by_rule, good_folder_files, write_folder
+from support import audit_findings, by_rule, good_folder_files, record_log, write_folder
 
 GOOD = "2026-04-09_Native_Run"
 
@@ -188,3 +188,20 @@ def test_a_native_channel_the_runs_had_off_is_a_note(tmp_path, counts, launch, f
     assert (str(gates[0].severity) == "FAIL") == fails, gates[0].message
     if not fails:
         assert "channel off" in gates[0].message
+
+
+@pytest.mark.parametrize("claimed, earlier, fails", [
+    (0, 7, False),  # the scored runs had the channel off; an earlier run beside them had it on
+    (7, 0, True),  # the scored runs used it
+])
+def test_the_channel_is_judged_on_the_runs_whose_scores_are_claimed(tmp_path, claimed, earlier, fails):
+    files = good_folder_files()
+    for name in [n for n in files if n.endswith(".log")]:
+        files[name] += f"hints total=4096 token_gate=311 hint_gate={claimed}\n"
+    files["train_seed42_before_fix.log"] = record_log(42, bpb=1.0650) + (
+        f"hints total=4096 token_gate=311 hint_gate={earlier}\n")
+    folder = write_folder(tmp_path / GOOD, {**files, "train_gpt.py": ENTRY, "hints.py": LOADER,
+                                            "hints.c": _gated_c()})
+    gates = by_rule(audit_findings(folder), "REALIZED_TOKEN_GATE")
+    assert len(gates) == 1
+    assert (str(gates[0].severity) == "FAIL") == fails, gates[0].message
