@@ -67,8 +67,8 @@ def bos_cross_doc_leak(sub, options):
     attention keeps the documents of a packed row apart (`cu_seqlens`, a varlen kernel, a mask
     that compares one array with itself at the query and key positions, whatever they are called:
     `doc[b, q] == doc[b, kv]` in a mask function's third and fourth parameters, or `doc[:, :,
-    None] == doc[:, None, :]`; a causal or sliding-window mask keeps nothing apart). Masked mixing, and mixing where attention
-    crosses documents anyway, are INFO.
+    None] == doc[:, None, :]`; a causal or sliding-window mask keeps nothing apart). Masked
+    mixing, and mixing where attention crosses documents anyway, are INFO.
 
     Why it matters: where documents are scored as isolated units, the first token of a document
     must not see the previous one (#1017 C1); found in the PR #1797 audit, fixed in PR #1851.
