@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 
 import libcst as cst
-import libcst.matchers as m
 
 from audits.legality import syntax
 from audits.pyversion import cstnodes
@@ -75,6 +74,7 @@ def _new_axis_at(last: int):
     """Whether a subscript's last-but-`last` index is `None` (a new axis), and only that one of
     its last two: `a[:, :, None]` (last=0) against `a[:, None, :]` (last=1)."""
     def test(sub: cst.Subscript) -> bool:
-        nones = [isinstance(e.slice, cst.Index) and m.matches(e.slice.value, m.Name("None")) for e in sub.slice]
+        nones = [isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Name)
+                 and e.slice.value.value == "None" for e in sub.slice]
         return len(nones) >= 2 and nones[-1 - last] and not nones[-2 + last]
     return test
