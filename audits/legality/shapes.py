@@ -192,11 +192,11 @@ def piece_table_loop(loop: cst.For | cst.While, literal) -> dict | None:
     """A loop over token ids that builds a bytes-per-token table from tokenizer pieces: which of
     the three cases (byte-fallback pieces, the leading-space marker, plain pieces) it handles.
     `literal` gives the string a module-level name stands for (`SPACE = "\\u2581"`)."""
-    calls = [n for n in _nodes(loop.body) if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)]
+    calls = [n for n in cstnodes.walk(loop.body) if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)]
     methods = {call.func.attr.value for call in calls}
     if not methods & apis.PIECE_METHODS or "encode" not in methods:
         return None
-    nodes = [literal(n) for n in _nodes(loop.body) if isinstance(n, (cst.SimpleString, cst.Name))]
+    nodes = [literal(n) for n in cstnodes.walk(loop.body) if isinstance(n, (cst.SimpleString, cst.Name))]
     strings = {n.evaluated_value for n in nodes
                if isinstance(n, cst.SimpleString) and isinstance(n.evaluated_value, str)}
     return {
@@ -210,11 +210,11 @@ def _space_in_table_and_flagged(loop: cst.For | cst.While) -> bool:
     """Does the loop count a piece's leading space in the table (`len(piece[1:].encode()) + 1`)
     and also mark the piece in a flag table (`has_space[i] = True`), which the evaluation adds
     as one more byte? Then every space is counted twice."""
-    assigns = [n for n in _nodes(loop.body) if isinstance(n, cst.Assign) and len(n.targets) == 1
+    assigns = [n for n in cstnodes.walk(loop.body) if isinstance(n, cst.Assign) and len(n.targets) == 1
                and isinstance(n.targets[0].target, cst.Subscript)]
     flagged = any(_is_name(a.value, "True") for a in assigns)
     counted = any(_plus_one(a.value) and any(isinstance(n, cst.Attribute) and n.attr.value == "encode"
-                                             for n in _nodes(a.value))
+                                             for n in cstnodes.walk(a.value))
                   for a in assigns)
     return flagged and counted
 
@@ -227,13 +227,3 @@ def _plus_one(value) -> bool:
 
 def _is_name(node, name: str) -> bool:
     return isinstance(node, cst.Name) and node.value == name
-
-
-def _nodes(root: cst.CSTNode):
-    """`root` and every node under it that carries code (a walk by the nodes' fields: libcst's
-    matchers module is slow to import, and every audit would pay for it)."""
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(cstnodes.children(node))

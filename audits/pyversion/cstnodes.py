@@ -48,3 +48,13 @@ def is_node(value: object) -> bool:
     if known is None:
         known = _IS_NODE[kind] = issubclass(kind, cst.CSTNode)
     return known
+
+
+def walk(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """`root` and every node under it that carries code, by the nodes' fields (libcst's visitors
+    and matchers rebuild and re-check every node, and the matchers module is slow to import)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(children(node))
