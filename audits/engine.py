@@ -9,6 +9,8 @@ from audits import catalogue, timelimit  # catalogue: every rule registers its c
 from audits.context import AuditOptions
 from audits.findings import Finding, Severity
 from audits.registry import CHECKS, LEVELS, PASS, ROWS, selected
+from audits.rules import smoke as smoke_rules
+from audits.smoke.isolation import Sandbox
 from audits.submission import Problem, Submission
 from audits.waivers import apply_waivers
 
@@ -30,6 +32,7 @@ class SubmissionReport:
     submission: Submission
     findings: list[Finding]
     errors: list[str]  # internal errors of pgolf's own checks, with the check named
+    sandbox: Sandbox | None = None  # the one the smoke import ran in; None where none ran
 
     def counted(self, strict: bool) -> list[Finding]:
         """Unwaived findings at or above the threshold: FAIL, and WARN with --strict."""
@@ -43,6 +46,11 @@ class SubmissionReport:
     def verdict(self, strict: bool = False) -> str:
         """ILLEGAL, NEEDS_ACTION or PASS: the worst level a finding pushes toward."""
         return min((level_of(f, strict) for f in self.findings), key=LEVELS.index, default=PASS)
+
+    def weaker_sandbox(self) -> str | None:
+        """The smoke import's sandbox level and what it leaves open, where it ran at a level short
+        of the full one; for each output's verdict line."""
+        return self.sandbox.weaker() if self.sandbox is not None else None
 
     def deciding(self, strict: bool = False) -> Finding | None:
         """The finding the verdict rests on (the findings are sorted so that it comes first)."""
@@ -98,5 +106,5 @@ def audit_submission(sub: Submission, options: AuditOptions) -> SubmissionReport
     # The finding that decides the verdict first: by the level it pushes toward, then severity.
     findings.sort(key=lambda f: (LEVELS.index(level_of(f, options.strict)), _ORDER[f.severity],
                                  f.rule, f.file or "", f.line or 0))
-    return SubmissionReport(sub, findings, errors)
+    return SubmissionReport(sub, findings, errors, smoke_rules.sandbox_used(sub, options))
 

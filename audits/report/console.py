@@ -29,6 +29,8 @@ def print_report(report: AuditReport, detail: str = "normal", summary: str = "")
         style = {"ILLEGAL": "bold red", "NEEDS_ACTION": "bold yellow", "PASS": "bold green"}[verdict]
         console.print()
         console.print(Text.assemble((verdict, style), "  ", (one_line(str(sub.root)), "bold")))
+        if r.weaker_sandbox():
+            console.print(Text(r.weaker_sandbox(), style="yellow"))
         if not quiet:
             console.print(Text(one_line(f"track {sub.track} ({sub.track_origin})"), style="dim"))
         if sub.logs and not quiet:

@@ -13,8 +13,9 @@ def render_github(report: AuditReport) -> str:
     out = []
     for r in report.submissions:
         sub = r.submission
+        weaker = f" ({r.weaker_sandbox()})" if r.weaker_sandbox() else ""
         out.append(f"::notice title=pgolf verdict::{_escape(sub.name)}: "
-                   f"{r.verdict(report.options.strict)}")
+                   f"{r.verdict(report.options.strict)}{_escape(weaker)}")
         for f in r.findings:  # the deciding finding first
             title = "pgolf " + f.rule + (" (waived)" if f.waived else "")
             props = [f"title={_escape(title, True)}"]

@@ -40,6 +40,8 @@ def submission_dict(r: SubmissionReport, strict: bool) -> dict:
         "findings": [dict(f.to_json(), level=level_of(f, strict)) for f in r.findings],
         "waived": sorted({f.rule for f in r.findings if f.waived}),
         "errors": r.errors,
+        "sandbox": None if r.sandbox is None else {"level": r.sandbox.level,
+                                                   "not_isolated": r.sandbox.not_isolated()},
     }
 
 

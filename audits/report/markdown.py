@@ -23,7 +23,8 @@ def _verdict_line(r, strict: bool) -> str:
              f"{notes} note{'s' if notes != 1 else ''}"]
     rules = list(dict.fromkeys(f.rule for f in active if f.severity > Severity.INFO))  # deciding first
     failing = f" ({', '.join(f'`{rule}`' for rule in rules)})" if rules else ""
-    return f"**Verdict: {r.verdict(strict)}** - {', '.join(parts)}{failing}."
+    sandbox = f" The smoke import ran in a weaker {r.weaker_sandbox()}." if r.weaker_sandbox() else ""
+    return f"**Verdict: {r.verdict(strict)}** - {', '.join(parts)}{failing}.{sandbox}"
 
 
 def render_markdown(report: AuditReport) -> str:

@@ -95,7 +95,8 @@ def _submission(r: SubmissionReport, o: AuditOptions) -> str:
     counts = {s: sum(1 for f in active if f.severity == s) for s in Severity}
     verdict = "ERROR" if r.errors else r.verdict(o.strict)
     top = [f"**pgolf review: {verdict}** for {code(_title(sub))}: {counts[Severity.FAIL]} FAIL, "
-           f"{counts[Severity.WARN]} WARN, {counts[Severity.INFO]} INFO.", "", _score(sub), "",
+           f"{counts[Severity.WARN]} WARN, {counts[Severity.INFO]} INFO."
+           + (f" Smoke import in a weaker {r.weaker_sandbox()}." if r.weaker_sandbox() else ""), "", _score(sub), "",
            _compliance_line(r, o)]
     tested = [f for f in active if f.rule == "NOT_SIGNIFICANT" and f.severity == Severity.INFO]
     if tested:  # the README's significance test, when it ran and does not block

@@ -62,7 +62,7 @@ def render_text(report: AuditReport, detail: str = "normal") -> str:
         deciding = r.deciding(o.strict)
         out.append(f"  verdict: {r.verdict(o.strict)}" + (
             f" ({deciding.rule}{' at ' + one_line(deciding.location()) if deciding.location() else ''})"
-            if deciding else ""))
+            if deciding else "") + (f"; {r.weaker_sandbox()}" if r.weaker_sandbox() else ""))
         if sub.logs and not quiet:
             out.append("")
             out.extend(one_line("  " + row) for row in _columns(seed_table(sub)))

@@ -43,6 +43,13 @@ def smoke_result(sub, options):
     return _results[key]
 
 
+def sandbox_used(sub, options):
+    """The sandbox the smoke import of `sub` ran in (an isolation.Sandbox), None where no import
+    ran: --no-smoke, no script, not imported, skipped, or stopped by the audit's time limit first."""
+    result = _results.get((id(sub), options.smoke_forward)) if options.smoke else None
+    return result.sandbox if result is not None and result.outcome in ("pass", "error", "stopped") else None
+
+
 @check("IMPORT_FAIL")
 def import_fail(sub, options):
     """What it checks: with `--smoke` (the default when torch is installed), the entry script

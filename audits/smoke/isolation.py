@@ -1,7 +1,9 @@
 """How the smoke import is isolated from this machine: the sandbox levels, and the command,
 environment and identity each one runs the child with.
 
-Levels, best first (the best one that works here is used, and the report names it):
+Levels, best first (the best one that works here is used; the smoke findings name it, and every
+output's verdict line names one short of the full level, bubblewrap with the inode bound and a
+cgroup, with what it leaves open):
 - bubblewrap: new network, PID, IPC and UTS namespaces; a root filesystem that holds only the
   system and Python directories and the temporary directory, all read-only, plus a tmpfs of
   bounded size and inodes (the sandbox area) for the copy of the folder, HOME and TMPDIR, /tmp
@@ -67,21 +69,28 @@ class Sandbox:
         return os.geteuid() != 0 and (self.level == "unshare" or self.level == "bubblewrap" and self.inode_bound)
 
     def not_isolated(self) -> list[str]:
-        """What this level leaves open, in a few words each, for the report's sandbox tag."""
+        """What this level leaves open, in a few words each: empty at the full level (bubblewrap
+        with the inode bound and a cgroup)."""
         gaps = []
         if not self.network_isolated:
             gaps.append("network")
         if not self.private_filesystem:
-            gaps.append("the host's files (readable, and writable where this user can write)")
+            gaps.append("host files (readable, writable)")
         if not self.own_pid_namespace:
             gaps.append("other processes")
         if not self.disk_quota:
-            gaps.append("disk (bounded per file only)")
+            gaps.append("disk (per-file limit only)")
         elif not self.inode_bound:
-            gaps.append("inodes (empty files and folders, bounded by memory only)")
+            gaps.append("inodes (bounded by memory only)")
         if not self.tree_memory:
-            gaps.append("the process tree's memory (bounded per process and by the process count)")
+            gaps.append("tree memory (per-process limit, " + ("process cap)" if self.process_limit_enforced
+                                                             else "no process cap as root)"))
         return gaps
+
+    def weaker(self) -> str | None:
+        """The level and what it leaves open, for the verdict line; None at the full level."""
+        gaps = self.not_isolated()
+        return f"sandbox: {self.level}, NOT isolated: " + ", ".join(gaps) if gaps else None
 
     def describe(self) -> str:
         parts = ["no network" if self.network_isolated else "WITH network access (not isolated)"]

@@ -103,6 +103,18 @@ class Change:
         (self.bin / "pgolf").write_text(f"#!{sys.executable}\nfrom pgolf_cli.main import main\n"
                                        "if __name__ == '__main__':\n    main()\n")
         (self.bin / "pgolf").chmod(0o755)
+        self.path = f"{self.bin}:{os.environ['PATH']}"
+
+    def without(self, *programs: str) -> None:
+        """Run pgolf with a PATH that holds every program of this one but `programs`: where the
+        smoke import looks for its sandbox's tools."""
+        hidden = self.tmp_path / ("bin-without-" + "-".join(programs))
+        hidden.mkdir()
+        for folder in os.environ["PATH"].split(os.pathsep):
+            for entry in (os.scandir(folder) if os.path.isdir(folder) else ()):
+                if entry.name not in programs and not (hidden / entry.name).exists():
+                    (hidden / entry.name).symlink_to(entry.path)
+        self.path = f"{self.bin}:{hidden}"
 
     def run(self, command: str, *extra: str) -> subprocess.CompletedProcess:
         """One of COMMANDS, with `extra` options; the result, checked for containment."""
@@ -149,7 +161,7 @@ class Change:
         cwd = self.checkout if command == "action" else self.tmp_path
         env = {**os.environ, "GITHUB_TOKEN": self.token, "HOME": str(self.home), "TMPDIR": str(self.tmpdir),
                "PGOLF_BASE": self.base, "PGOLF_ARGS": "",
-               "PATH": f"{self.bin}:{os.environ['PATH']}", "PYTHONPATH": str(ROOT)}
+               "PATH": self.path, "PYTHONPATH": str(ROOT)}
         # bash runs the one command in its own place: pgolf is the reaper's child
         return ([sys.executable, str(HERE / "reaper.py"), str(self.result), str(TIME_LIMIT_S),
                  "bash", "-c", line], cwd, env)

@@ -5,12 +5,13 @@ a line."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
 
 import pytest
 from changes import COMMANDS, FOLDER, ROOT, TRACK, Change, damaged_blob, verdict, waived
-from support import good_folder_files, record_log
+from support import SANDBOXES, good_folder_files, record_log
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -128,6 +129,39 @@ def test_a_folder_name_cannot_forge_a_row_of_the_sweeps_table(tmp_path):
     header, (cells,) = rows[0], rows[1:]
     assert len(cells) == len(header) == 6
     assert cells[4] == "ILLEGAL" and "TRAIN_OVER_BUDGET" in cells[5], cells
+
+
+@pytest.mark.parametrize(("hidden", "commands"), [((), (*COMMANDS, "text")), (("bwrap",), (*COMMANDS, "text")),
+                                                  (("bwrap", "unshare"), ("audit", "review"))],
+                         ids=["best", "no-bwrap", "neither"])
+def test_a_weaker_sandbox_is_named_in_every_verdict_line(tmp_path, hidden, commands):
+    """With its tools off PATH the smoke import falls back to a weaker level: each command's
+    verdict line (the JSON's `sandbox`, the text's verdict line, the review's first line, the
+    Action's verdict annotation) names the level and what it leaves open; at the full level,
+    nothing more than the verdict. (The level without namespaces in two commands only: the
+    renderers are the same.)"""
+    levels = [level for level in SANDBOXES if {"bubblewrap": "bwrap"}.get(level, level) not in hidden]
+    expected = SANDBOXES[levels[0]]
+    note = expected.weaker()
+    change = Change(tmp_path, folder())
+    if hidden:
+        change.without(*hidden)
+    for command in commands:
+        done = change.run("audit" if command == "text" else command, "--smoke",
+                          *(("--format", "text") if command == "text" else ()))
+        assert done.returncode in (0, 1), (command, done.stderr)
+        assert f"[sandbox: {expected.level}" in done.stdout, command  # the import ran, at that level
+        if command.startswith("audit"):
+            (sub,) = json.loads(done.stdout)["submissions"]
+            assert sub["sandbox"] == {"level": expected.level, "not_isolated": expected.not_isolated()}, command
+            continue
+        line = {"text": r"(?m)^  verdict: .*$", "action": r"(?m)^::notice title=pgolf verdict::.*$",
+                "review": r"^\*\*pgolf review: .*", "review --pr": r"^\*\*pgolf review: .*"}[command]
+        line = re.search(line, done.stdout).group(0)
+        if note is None:
+            assert "sandbox" not in line, (command, line)
+        else:
+            assert note in line and f"sandbox: {expected.level}, NOT isolated: " in line, (command, line)
 
 
 HANG = (ROOT / "tests" / "hostile" / "hang" / "train_gpt.py").read_text()
