@@ -56,10 +56,17 @@ def test_the_action_shows_a_waiver_it_was_given(tmp_path):
     assert line.startswith("::notice ") and "(waived)" in line and "waived: runs on 3.12" in line
 
 
-def test_a_log_line_built_to_backtrack_does_not_stall_the_audit(tmp_path):
-    """A 400 KB step line of letters: a parser pattern that backtracks would take hours on it."""
+LOADER = ("import torch\nfrom torch.utils import cpp_extension\n\nif __name__ == '__main__':\n"
+          "    cpp_extension.load(name='kernel', sources=['kernel.c'])\n")
+
+
+def test_inputs_built_to_backtrack_do_not_stall_the_audit(tmp_path):
+    """A 400 KB step line of letters, and a 300 KB C loop body of assignments without `;` in a
+    source the script loads: a pattern that backtracks would take hours on the line, minutes on
+    the body."""
     log = good_folder_files()["train_seed42.log"] + "step:2/2 train_loss:1.0 " + "a" * 400_000 + "\n"
-    change = Change(tmp_path, folder(**{"train_seed42.log": log}))
+    kernel = "void f(float *a, int n) {\n  for (int i = 0; i < n; i++) {" + "x = 1 " * 50_000 + "}\n}\n"
+    change = Change(tmp_path, folder(**{"train_seed42.log": log, "train_gpt.py": LOADER, "kernel.c": kernel}))
     for command in COMMANDS:
         done = change.run(command, "--no-smoke")
         assert done.returncode in (0, 1), (command, done.stderr)
