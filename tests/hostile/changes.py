@@ -33,6 +33,7 @@ TRACK = "records/track_10min_16mb"
 NAME = "2026-04-09_Hostile"
 FOLDER = f"{TRACK}/{NAME}"
 TIME_LIMIT_S = 300  # a guard against a hang, not a measure: each command takes seconds
+MEMORY_LIMIT_KIB = 6 * 2**20  # pgolf, and a smoke import under its own 4 GiB limit
 COMMANDS = ("audit", "audit --changed-files", "review", "review --pr", "action")
 
 
@@ -129,7 +130,9 @@ class Change:
         assert len(done.stderr.strip().splitlines()) <= 1, (command, done.stderr[-2000:])
         assert b"Traceback" not in output, command
         assert reaped["leftovers"] == [], command
+        assert reaped["max_rss_kib"] < MEMORY_LIMIT_KIB, command
         assert list(self.tmpdir.iterdir()) == [], command
+        assert sorted(p.name for p in self.home.iterdir()) == [".netrc"], command
         assert self._trees() == before, command
         return subprocess.CompletedProcess(argv[-1], reaped["returncode"], done.stdout.decode(), done.stderr.decode())
 

@@ -1,7 +1,8 @@
 """Hostile submissions through `pgolf audit` and `pgolf review`, each in a separate process with a
 time limit, checked from outside: no secret in any output, nothing written outside the copy, no
 process left, no temporary folder left, exit 0/1/2 with at most one line on stderr, bounded
-time and memory.
+time and memory. The attacks on the sandbox's bounds also go, as PR 1 of a challenge repository,
+through `pgolf review --pr` and the Action's command (changes.py), checked the same way.
 
 Each folder here is one attack, a train_gpt.py that reads targets.json (what it aims at: here a
 secret file in the caller's HOME). pgolf runs with a planted GITHUB_TOKEN, a HOME that holds a
@@ -23,6 +24,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from changes import FOLDER, MEMORY_LIMIT_KIB, Change
 from support import SANDBOXES
 
 from audits.smoke import isolation, snapshot
@@ -31,7 +33,6 @@ HERE = Path(__file__).parent
 BEST = next(iter(SANDBOXES.values()))
 PGOLF = [sys.executable, "-c", "from pgolf_cli.main import main; main()"]
 TIME_LIMIT_S = 400  # generous: the smoke import's own wall-clock limit is 120 s
-MEMORY_LIMIT_KIB = 6 * 2**20  # pgolf, and the import under its own 4 GiB limit
 
 
 class Run:
@@ -90,6 +91,22 @@ def audit_and_review(tmp_path: Path, attack: str) -> tuple[Run, dict, str]:
     return run, findings, done.stdout.decode()
 
 
+def on_a_pr(tmp_path: Path, attack: str) -> dict[str, str]:
+    """The attack as PR 1 of a challenge repository, through `review --pr` and the Action's
+    command, each checked for containment: the review, and the Action's smoke annotation."""
+    place = tmp_path / "pr"
+    place.mkdir()
+    files = {f"{FOLDER}/{path.relative_to(HERE / attack)}": path.read_bytes()
+             for path in sorted((HERE / attack).rglob("*")) if path.is_file()}
+    # the secret file Change writes in the HOME it gives pgolf
+    files[f"{FOLDER}/targets.json"] = json.dumps({"secret_file": str(place / "home" / ".netrc")})
+    change = Change(place, files)
+    review = change.run("review --pr", "--smoke").stdout
+    (annotation,) = [line for line in change.run("action", "--smoke").stdout.splitlines()
+                     if "title=pgolf IMPORT_FAIL" in line]
+    return {"review --pr": review, "action": annotation}
+
+
 def smoke_message(findings) -> str:
     (finding,) = [f for f in findings if f["rule"] == "IMPORT_FAIL"]
     return finding["message"] + " " + (finding.get("evidence") or "")
@@ -130,7 +147,8 @@ def test_environments_and_home_files_are_out_of_reach(tmp_path):
 
 def test_a_report_with_the_nonce_and_wrongly_typed_fields_is_no_report(tmp_path):
     run, findings, review = audit_and_review(tmp_path, "typed_report")
-    assert "stopped by the process ending with status 0 without a valid report" in smoke_message(findings)
+    for text in (smoke_message(findings), review, *on_a_pr(tmp_path, "typed_report").values()):
+        assert "stopped by the process ending with status 0 without a valid report" in text, text
 
 
 def test_a_3000_deep_unwritable_tree_is_cleaned_up(tmp_path):
@@ -155,14 +173,16 @@ def test_every_writable_mount_is_sized(tmp_path):
     if not BEST.disk_quota:
         pytest.skip(f"the best sandbox here ({BEST.level}) has no disk quota: this would fill the disk")
     run, findings, review = audit_and_review(tmp_path, "fill_shm")
-    message = smoke_message(findings)
-    written = dict(re.findall(r"(/[\w/]+): (\d+) MiB", message))  # 0 where nobody may write
-    assert sorted(written) == ["/dev", "/dev/shm", "/tmp"], message
-    assert int(written["/dev/shm"]) <= 512, message
-    if BEST.private_filesystem:
-        assert int(written["/tmp"]) <= 512 and int(written["/dev"]) == 0, message
-    else:
-        assert "NOT isolated: host files" in message and "NOT isolated" in review
+    for message in (smoke_message(findings), *on_a_pr(tmp_path, "fill_shm").values()):
+        written = dict(re.findall(r"(/[\w/]+): (\d+) MiB", message))  # 0 where nobody may write
+        assert sorted(written) == ["/dev", "/dev/shm", "/tmp"], message
+        assert int(written["/dev/shm"]) <= 512, message
+        if BEST.private_filesystem:
+            assert int(written["/tmp"]) <= 512 and int(written["/dev"]) == 0, message
+        else:
+            assert "NOT isolated: host files" in message
+    if not BEST.private_filesystem:
+        assert "NOT isolated" in review
 
 
 def test_forks_beyond_a_small_count_are_refused(tmp_path):
@@ -171,8 +191,9 @@ def test_forks_beyond_a_small_count_are_refused(tmp_path):
     if not BEST.process_limit_enforced:
         pytest.skip(f"the best sandbox here ({BEST.level}) runs as root, whom no process limit binds")
     run, findings, review = audit_and_review(tmp_path, "fork_memory")
-    forked = int(re.search(r"forked (\d+)", smoke_message(findings)).group(1))
-    assert forked < 8 and "Resource temporarily unavailable" in smoke_message(findings)
+    for message in (smoke_message(findings), review, *on_a_pr(tmp_path, "fork_memory").values()):
+        forked = int(re.search(r"forked (\d+)", message).group(1))
+        assert forked < 8 and "Resource temporarily unavailable" in message, message
 
 
 def test_empty_folders_stop_at_the_inode_bound(tmp_path):
@@ -181,11 +202,11 @@ def test_empty_folders_stop_at_the_inode_bound(tmp_path):
     if not BEST.inode_bound:
         pytest.skip(f"the best sandbox here ({BEST.level}) bounds no inodes: this would make a million folders")
     run, findings, review = audit_and_review(tmp_path, "empty_dirs")
-    message = smoke_message(findings)
-    made = {place: int(count) for place, count in re.findall(r"(\.|/[\w/]+): (\d+) \(", message)}
-    assert sorted(made) == [".", "/dev/shm", "/tmp"], message
-    assert 0 < made["."] <= isolation.INODES and "No space left on device" in message, message
-    assert made["/tmp"] <= isolation.INODES and made["/dev/shm"] <= isolation.INODES, message
+    for message in (smoke_message(findings), *on_a_pr(tmp_path, "empty_dirs").values()):
+        made = {place: int(count) for place, count in re.findall(r"(\.|/[\w/]+): (\d+) \(", message)}
+        assert sorted(made) == [".", "/dev/shm", "/tmp"], message
+        assert 0 < made["."] <= isolation.INODES and "No space left on device" in message, message
+        assert made["/tmp"] <= isolation.INODES and made["/dev/shm"] <= isolation.INODES, message
 
 
 def test_forks_filling_memory_stop_at_the_trees_limit(tmp_path):
@@ -200,6 +221,8 @@ def test_forks_filling_memory_stop_at_the_trees_limit(tmp_path):
     assert "stopped by the memory limit of the whole process tree (4 GiB)" in message, message
     held = [int(n) for n in re.findall(r"the tree holds (\d+) MiB", message)]
     assert held and max(held) <= 4096, message  # 6 x 768 = 4608 MiB, had nothing stopped it
+    for text in (review, *on_a_pr(tmp_path, "tree_memory").values()):
+        assert "stopped by the memory limit of the whole process tree (4 GiB)" in text, text
 
 
 def test_a_daemon_holding_the_pipes_does_not_hold_pgolf(tmp_path):
@@ -218,13 +241,14 @@ def test_escape_sequences_and_markdown_in_an_exception_come_out_inert(tmp_path):
         run.check_contained(done, reaped, before)
         outputs[fmt] = done.stdout.decode()
     outputs["review"] = review
+    outputs.update(on_a_pr(tmp_path, "injection"))
     for fmt, text in outputs.items():
         assert not any(ch in text for ch in "\x1b\x07\u202e"), fmt
         assert "Verdict: CLEAN" in text, fmt  # shown, as text
     assert "\\x1b]52;c;" in outputs["text"]
-    for fmt in ("rich", "text"):  # one line per finding: nothing the script wrote starts a line
+    for fmt in ("rich", "text", "action"):  # one line per finding: nothing the script wrote starts a line
         assert not re.search(r"(?m)^#+ Verdict", outputs[fmt]), fmt
-    for fmt in ("markdown", "review"):
+    for fmt in ("markdown", "review", "review --pr"):
         text = re.sub(r"(?ms)^(`{3,})$.*?^\1$", "", outputs[fmt])  # fenced blocks show text as it is
         assert "Verdict: CLEAN" in text, fmt
         assert not re.search(r"(?m)^#+ Verdict", text), fmt
