@@ -91,16 +91,21 @@ def audit_and_review(tmp_path: Path, attack: str) -> tuple[Run, dict, str]:
     return run, findings, done.stdout.decode()
 
 
-def on_a_pr(tmp_path: Path, attack: str) -> dict[str, str]:
-    """The attack as PR 1 of a challenge repository, through `review --pr` and the Action's
-    command, each checked for containment: the review, and the Action's smoke annotation."""
+def pr_of(tmp_path: Path, attack: str) -> Change:
+    """The attack as PR 1 of a challenge repository (changes.py)."""
     place = tmp_path / "pr"
     place.mkdir()
     files = {f"{FOLDER}/{path.relative_to(HERE / attack)}": path.read_bytes()
              for path in sorted((HERE / attack).rglob("*")) if path.is_file()}
     # the secret file Change writes in the HOME it gives pgolf
     files[f"{FOLDER}/targets.json"] = json.dumps({"secret_file": str(place / "home" / ".netrc")})
-    change = Change(place, files)
+    return Change(place, files)
+
+
+def on_a_pr(tmp_path: Path, attack: str) -> dict[str, str]:
+    """The attack through `review --pr` and the Action's command, each checked for containment:
+    the review, and the Action's smoke annotation."""
+    change = pr_of(tmp_path, attack)
     review = change.run("review --pr", "--smoke").stdout
     (annotation,) = [line for line in change.run("action", "--smoke").stdout.splitlines()
                      if "title=pgolf IMPORT_FAIL" in line]
@@ -259,8 +264,8 @@ def test_escape_sequences_and_markdown_in_an_exception_come_out_inert(tmp_path):
 
 def test_the_whole_audit_stops_at_its_time_limit(tmp_path):
     """The script sleeps through the import: with a time limit shorter than the import's own, the
-    audit and the review stop in the smoke check, report what ran before, name what did not, and
-    leave nothing behind."""
+    audit and the review (of the folder, of the PR, and the Action's) stop in the smoke check,
+    report what ran before, name what did not, and leave nothing behind."""
     run = Run(tmp_path, "hang")
     before = snapshot.folder_state(run.folder, 2**30)
     done, reaped = run.pgolf("audit", str(run.folder), "--format", "json", "--time-limit", "5")
@@ -273,6 +278,11 @@ def test_the_whole_audit_stops_at_its_time_limit(tmp_path):
     done, reaped = run.pgolf("review", str(run.folder), "--time-limit", "5")
     run.check_contained(done, reaped, before)
     assert "AUDIT_TIME_LIMIT" in done.stdout.decode() and reaped["returncode"] == 1
+    change = pr_of(tmp_path, "hang")
+    for command in ("review --pr", "action"):
+        done = change.run(command, "--smoke", "--time-limit", "5")
+        assert "stopped at its 5 s time limit in the check of IMPORT_FAIL" in done.stdout, command
+        assert done.returncode == 1, command
 
 
 def _signal_during_the_import(run: Run, sig: int) -> tuple[bytes, dict]:
