@@ -922,12 +922,26 @@ class FunctionWalk:
             taint |= operators.gated(left, right)
             if operators.tilts(left, right) or operators.tilts(right, left):
                 self.tilts.append(node)
-            if isinstance(op, cst.Divide) and kinds(left, "loss") and operators.is_ln2(node.right):
-                taint |= {("bits",)}
-            if isinstance(op, (cst.Divide, cst.Multiply)) and ("bits",) in left and operators.bytes_ratio(node.right):
-                self.emit(Event("ratio", self.site(node), left))
+            taint = self.bits_per_byte(node, op, left, taint)
         if isinstance(op, cst.Add):
             taint = self.previous_token_mix(node, left, right, taint)
+        return taint
+
+    def bits_per_byte(self, node: cst.BinaryOperation, op, left: Taint, taint: Taint) -> Taint:
+        """A loss turned into bits (divided by ln 2) is marked; where bits are divided by a fixed
+        bytes-per-token ratio instead of a count of bytes (`bits / 3.7`, `loss / (math.log(2) *
+        BPT)`, `loss * 0.27 / math.log(2)`), a "ratio" event. A helper's parameter may be the
+        loss: the event's taint is known at its calls."""
+        lossy = kinds(left, "loss") or any(label[0] in ("param", "enclosing") for label in left)
+        if isinstance(op, cst.Divide) and lossy and operators.is_ln2(node.right):
+            taint |= {("bits",)}
+            if operators.scaled_by_ratio(node.left, self.p, self.fn):
+                self.emit(Event("ratio", self.site(node), left))
+        elif isinstance(op, cst.Divide) and lossy and operators.ratio_with_ln2(node.right, self.p, self.fn):
+            self.emit(Event("ratio", self.site(node), left))
+        elif isinstance(op, (cst.Divide, cst.Multiply)) and ("bits",) in left \
+                and operators.bytes_ratio(node.right, self.p, self.fn):
+            self.emit(Event("ratio", self.site(node), left))
         return taint
 
     def previous_token_mix(self, node, left: Taint, right: Taint, taint: Taint) -> Taint:

@@ -189,14 +189,126 @@ def is_ln2(node) -> bool:
     return False
 
 
-def bytes_ratio(node) -> bool:
-    """A literal that can only be an assumed bytes-per-token ratio (or its inverse)."""
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
-        node = node.right if isinstance(node.left, (cst.Integer, cst.Float)) else node
-    if not isinstance(node, cst.Float):
+def bytes_ratio(node, program=None, fn=None) -> bool:
+    """A number that can only be an assumed bytes-per-token ratio (or its inverse): a float
+    literal, or a name, class attribute or setting whose value is one whatever the data (see
+    `fixed_number`). An integer literal is a count or a halving, not a ratio."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide) \
+            and isinstance(node.left, (cst.Integer, cst.Float)):
+        node = node.right
+    if isinstance(node, cst.Integer):
         return False
-    value = node.evaluated_value
-    return 1.5 <= value <= 8.0 or 0.125 <= value <= 0.67
+    value = fixed_number(node, program, fn) if program is not None else (
+        node.evaluated_value if isinstance(node, cst.Float) else None)
+    return value is not None and (1.5 <= value <= 8.0 or 0.125 <= value <= 0.67)
+
+
+def ratio_with_ln2(node, program, fn) -> bool:
+    """`math.log(2) * 3.7` or `3.7 * math.log(2)`: ln 2 and a fixed bytes-per-token ratio in one
+    divisor (`loss / (math.log(2) * 3.7)`)."""
+    factors = _factors(node)
+    return len(factors) == 2 and any(is_ln2(f) and bytes_ratio(g, program, fn)
+                                     for f, g in (factors, factors[::-1]))
+
+
+def scaled_by_ratio(node, program, fn) -> bool:
+    """`loss * 0.27` or `loss / 3.7`: a value scaled by a fixed bytes-per-token ratio before it
+    is turned into bits (`loss * 0.27 / math.log(2)`)."""
+    if not isinstance(node, cst.BinaryOperation) or not isinstance(node.operator, (cst.Multiply, cst.Divide)):
+        return False
+    if isinstance(node.operator, cst.Divide):
+        value = fixed_number(node.right, program, fn)
+        return value is not None and 1.5 <= value <= 8.0 and not isinstance(node.right, cst.Integer)
+    # a halving or a quarter is an average of two or four losses, not a ratio of bytes
+    return any(bytes_ratio(side, program, fn) and fixed_number(side, program, fn) not in (0.5, 0.25)
+               for side in (node.left, node.right))
+
+
+def fixed_number(node, program, fn, depth: int = 0) -> float | None:
+    """The number an expression stands for whatever the data and the run: a literal; a name bound
+    once to one (in the function, else at module level); an attribute that one class binds to one;
+    a setting's default (`float(os.environ.get("BPT", "3.7"))`); products and quotients of
+    those. None where it depends on anything else (a count, a table, an argument)."""
+    if depth > 6:
+        return None
+    value = syntax.number(node)
+    if value is not None:
+        return value
+    if isinstance(node, cst.SimpleString):
+        try:
+            return float(str(node.evaluated_value).strip())
+        except (ValueError, TypeError):
+            return None
+    bound: list = []
+    if isinstance(node, cst.Name):
+        if fn is not None and fn.node is not None:
+            bound = _bindings(fn.node.body, node.value) or [p for p in fn.params if p == node.value]
+        if not bound and fn is not None:
+            bound = _bindings(program.roots[fn.script.rel].body, node.value, nested=False)
+    elif isinstance(node, cst.Attribute):
+        bound = [value for cls in program.classes.values()
+                 for value in _bindings(cls.node.body, node.attr.value, nested=False)]
+    elif isinstance(node, cst.Call) and node.args:
+        name = syntax.called_name(node)
+        if name in ("float", "int") and len(node.args) == 1:
+            bound = [node.args[0].value]
+        elif name in ("get", "getenv") and len(node.args) == 2 and isinstance(node.args[0].value, cst.SimpleString):
+            bound = [node.args[1].value]  # a setting read from the environment: its default
+    elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Multiply, cst.Divide)):
+        left = fixed_number(node.left, program, fn, depth + 1)
+        right = fixed_number(node.right, program, fn, depth + 1)
+        if left is None or right is None or (isinstance(node.operator, cst.Divide) and right == 0):
+            return None
+        return left * right if isinstance(node.operator, cst.Multiply) else left / right
+    if len(bound) != 1 or not isinstance(bound[0], cst.BaseExpression):
+        return None  # unbound, bound several times, or a parameter
+    return fixed_number(bound[0], program, fn, depth + 1)
+
+
+def _bindings(body, name: str, nested: bool = True) -> list:
+    """The values `name` is assigned in a block (`name = v`, `name: T = v`), also inside its
+    compound statements where `nested`; a name bound by a loop, `with` or augmented assignment is
+    no constant (its binding counts, with no value)."""
+    out: list = []
+    for statement in getattr(body, "body", body):
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Assign):
+                    if any(isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets):
+                        out.append(small.value)
+                    elif any(name in _names(t.target) for t in small.targets):
+                        out.append(None)  # unpacked: not one value
+                elif isinstance(small, (cst.AnnAssign, cst.AugAssign)) and isinstance(small.target, cst.Name) \
+                        and small.target.value == name:
+                    out.append(small.value if isinstance(small, cst.AnnAssign) else None)
+        elif nested and not isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            if isinstance(statement, cst.For) and name in _names(statement.target):
+                out.append(None)
+            for block in _blocks(statement):
+                out += _bindings(block, name)
+    return out
+
+
+def _names(target) -> set[str]:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return set().union(*(_names(e.value) for e in target.elements)) if target.elements else set()
+    return set()
+
+
+def _blocks(statement) -> list:
+    """The indented blocks of a compound statement (its body, else, orelse, handlers, finally)."""
+    out = []
+    for attr in ("body", "orelse", "finalbody"):
+        part = getattr(statement, attr, None)
+        if isinstance(part, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+            out.append(part)
+        elif part is not None and hasattr(part, "body") and not isinstance(part, cst.BaseExpression):
+            out += _blocks(part) if isinstance(part, (cst.If, cst.Else, cst.Finally)) else []
+    for handler in getattr(statement, "handlers", ()):
+        out.append(handler.body)
+    return out
 
 
 def gen(taint: Taint) -> Taint:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import libcst as cst
@@ -10,7 +11,7 @@ from audits import legality
 from audits.legality import bytetable
 from audits.findings import Severity
 from audits.legality.judge import FAIL, INFO, Verdict, recognizer
-from audits.legality.values import VAL
+from audits.legality.values import VAL, kinds
 from audits.registry import ILLEGAL, WARN, Rule, Words, check, found, issue, pr, rules, words
 from audits.rules.legality.evidence import findings
 from audits.submission import runs, trees
@@ -28,10 +29,14 @@ _SPACE = "the leading '\u2581' is not turned into one space byte"
 _HINT = ("Count byte-fallback pieces as 1 byte, strip '\u2581' and count it as one space byte (only "
          "where the previous token is not a boundary).")
 # Its readings (the keys of its words).
-(NO_BYTE_FALLBACK, NO_LEADING_SPACE, NO_FALLBACK_NO_SPACE, SPACE_TWICE, FIXED_RATIO, PIECES, ARRAY_FILE,
- TABLE_INFLATED, TABLE_UNCHECKED, TABLE_MATCHES, LOG_OVERCOUNT, SIDECAR) = (
-    "no_byte_fallback", "no_leading_space", "no_fallback_no_space", "space_twice", "fixed_ratio", "pieces",
-    "array_file", "table_inflated", "table_unchecked", "table_matches", "log_overcount", "sidecar")
+(NO_BYTE_FALLBACK, NO_LEADING_SPACE, NO_FALLBACK_NO_SPACE, SPACE_TWICE, FIXED_RATIO, FIXED_RATIO_BESIDE, PIECES,
+ ARRAY_FILE, TABLE_INFLATED, TABLE_UNCHECKED, TABLE_MATCHES, LOG_OVERCOUNT, SIDECAR) = (
+    "no_byte_fallback", "no_leading_space", "no_fallback_no_space", "space_twice", "fixed_ratio",
+    "fixed_ratio_beside", "pieces", "array_file", "table_inflated", "table_unchecked", "table_matches",
+    "log_overcount", "sidecar")
+# The readings that count each token's bytes (well or not): a fixed ratio beside one of them may be
+# a diagnostic, and a reviewer checks which of the two the claimed score divides by.
+_COUNTED = frozenset({NO_BYTE_FALLBACK, NO_LEADING_SPACE, NO_FALLBACK_NO_SPACE, SPACE_TWICE, PIECES, ARRAY_FILE})
 WORDS = words(
     "BPB_BYTE_ACCOUNTING",
     no_byte_fallback=Words(f"the bytes-per-token table built at {{at}}: {_FALLBACK}", _HINT),
@@ -44,7 +49,14 @@ WORDS = words(
         "Keep the space out of the table (`len(piece[1:].encode())`) and let the flag add it, only "
         "where the previous token is not a boundary."),
     fixed_ratio=Words(
-        "bits per byte at {at} divide by a fixed bytes-per-token ratio instead of counting bytes",
+        "bits per byte at {at} divide the validation loss by a fixed bytes-per-token ratio instead of "
+        "counting the bytes of the scored tokens, and the run counts bytes nowhere else",
+        "Count each scored token's bytes from the tokenizer's pieces (or a per-token byte sidecar) "
+        "and divide the summed bits by the summed bytes."),
+    fixed_ratio_beside=Words(
+        "bits per byte at {at} divide the validation loss by a fixed bytes-per-token ratio instead of "
+        "counting the bytes of the scored tokens; the run also counts bytes per token ({detail}): "
+        "check that the claimed score divides by those",
         "Count each scored token's bytes from the tokenizer's pieces (or a per-token byte sidecar) "
         "and divide the summed bits by the summed bytes."),
     pieces=Words(
@@ -86,8 +98,8 @@ _OVERCOUNT = 0.01
 def _read(e, facts):
     """A bytes-per-token table built from tokenizer pieces; bits divided by a fixed ratio; a
     bytes-per-token array loaded from a file (weighed against the folder's shipped arrays)."""
-    if e.kind == "ratio" and VAL in e.taint:
-        return [Verdict("BPB_BYTE_ACCOUNTING", FIXED_RATIO, WARN, e.site)]
+    if e.kind == "ratio" and VAL in e.taint and kinds(e.taint, "loss"):
+        return [Verdict("BPB_BYTE_ACCOUNTING", FIXED_RATIO, FAIL, e.site)]
     if e.kind == "array_file":
         return [Verdict("BPB_BYTE_ACCOUNTING", ARRAY_FILE, INFO, e.site, detail=e.detail)]
     if e.kind != "pieces":
@@ -115,6 +127,15 @@ def bpb_byte_accounting(sub, options):
     for a +4.13% byte count (PR #1806), issue #897 shows the leading-space error.
 
     Illegal: `val_bpb = val_loss / math.log(2) / 3.6`; `lut[i] = len(sp.id_to_piece(i).encode())`.
+
+    A fixed ratio is a number the validation loss is divided (or multiplied) by on its way to
+    bits per byte that no data decides: a literal, a name or class attribute bound to one, a
+    setting's default (`float(os.environ.get("BPT", "3.7"))`), also with ln 2 in one divisor
+    (`loss / (math.log(2) * BPT)`) or scaling the loss before it (`loss * 0.27 / math.log(2)`),
+    and inside a helper the loss is passed to (judged at its calls). In a run that counts bytes
+    per token nowhere else it is a FAIL; beside a table or sidecar the run also counts with, a
+    WARN naming it (it may be a quick estimate beside the score). A training loss turned into
+    bits per byte for the progress log is not read.
 
     A script that names the per-token byte sidecar's files (`fineweb_val_bytes_*.bin`, in code,
     not in a comment or docstring) is noted as INFO: bytes per token can come from it.
@@ -155,11 +176,33 @@ def bpb_byte_accounting(sub, options):
     # the run scores with the shipped table: a table built from pieces elsewhere certifies nothing;
     # an array load is told by the table it loads (below)
     yield from findings(sub, "BPB_BYTE_ACCOUNTING",
-                        skip=frozenset({ARRAY_FILE, PIECES} if shipped else {ARRAY_FILE}))
+                        skip=frozenset({ARRAY_FILE, PIECES} if shipped else {ARRAY_FILE}),
+                        weigh=_beside(_counted(sub, result)))
     if shipped:
         yield from _table_findings(sub, loads, shipped)
     yield from _sidecar_findings(sub)
     yield from _log_findings(sub)
+
+
+def _counted(sub, result) -> str:
+    """Where the run counts bytes per token (a table built from pieces or loaded from a file, or
+    the byte sidecar named in its code), as `file:line`; empty where it counts them nowhere."""
+    sites = sorted((v.site.inner_fn.script.rel, _line(v.site)) for v in result.of("BPB_BYTE_ACCOUNTING")
+                   if v.kind in _COUNTED and not v.unreachable and not v.side_script)
+    sites += [(f.file, f.line) for f in _sidecar_findings(sub) if f.file in result.run]
+    return f"{sites[0][0]}:{sites[0][1]}" if sites else ""
+
+
+def _beside(counted: str):
+    """A fixed ratio in a run that also counts bytes may be a diagnostic beside the score: a WARN
+    naming where the bytes are counted. In a run that counts them nowhere, every bits-per-byte
+    figure it prints divides by the ratio: a FAIL."""
+    def weigh(v):
+        if v.kind != FIXED_RATIO or not counted:
+            return v
+        return dataclasses.replace(v, kind=FIXED_RATIO_BESIDE, detail=counted, severity=min(v.severity, WARN),
+                                   ungated=v.ungated and min(v.ungated, WARN))
+    return weigh
 
 
 def _table_findings(sub, loads, shipped):

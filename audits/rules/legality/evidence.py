@@ -15,9 +15,10 @@ from audits.submission import runsettings
 _WRAPPER = re.compile(r"exec\s*\(.*(decompress|b85decode|b64decode)", re.S)
 
 
-def findings(sub, rule: str, skip: frozenset[str] = frozenset()):
+def findings(sub, rule: str, skip: frozenset[str] = frozenset(), weigh=None):
     """The findings of `rule`, placed in the (unwrapped) source and explained; `skip`: readings
-    (verdict kinds) the rule weighs itself."""
+    (verdict kinds) the rule weighs itself; `weigh(verdict)`: the verdict as the rule weighs it
+    against the rest of the run, where it does."""
     result = legality.analyse(sub)
     for rel, why in result.unparsed.items():
         yield found(rule, f"{rel} was not checked: {why}", severity=Severity.INFO,
@@ -35,6 +36,7 @@ def findings(sub, rule: str, skip: frozenset[str] = frozenset()):
     off = runsettings.turned_off(sub)
     causes: dict[tuple, list] = {}
     for verdict in sorted((v for v in result.of(rule) if v.kind not in skip), key=_order):
+        verdict = weigh(verdict) if weigh is not None else verdict
         verdict, turned_on = _as_run(verdict, on)
         verdict = _not_run(verdict, on, off)
         causes.setdefault(_cause(verdict), []).append((verdict, turned_on))
