@@ -41,6 +41,17 @@ MODULE_LOADERS = {"importlib.util.module_from_spec", "importlib.import_module", 
 SAMPLE_CALLS = {"torch.multinomial"}
 SAMPLE_METHODS = {"multinomial", "sample"}
 
+# Positions drawn at random (with replacement, or a number of them): the data read at them is a
+# sample, not every position. A permutation is every position in another order until it is cut
+# short (`perm[:k]`).
+RANDOM_CALLS = {"torch.randint", "numpy.random.randint", "numpy.random.choice", "random.randint",
+                "random.randrange", "random.choice", "random.choices", "random.sample"}
+RANDOM_METHODS = {"integers", "choice", "choices", "randint", "randrange"}  # of a generator:
+GENERATOR_CALLS = {"numpy.random.default_rng", "numpy.random.RandomState", "numpy.random.Generator",
+                   "random.Random"}
+PERMUTATION_CALLS = {"torch.randperm", "numpy.random.permutation"}
+PERMUTATION_METHODS = {"permutation"}
+
 # Making a fresh tensor from shapes and constants: it holds no data (unless it copies some:
 # COPY_CALLS), and may be made to receive gradients (requires_grad=True).
 CREATE_CALLS = {
@@ -148,4 +159,4 @@ def interpreted(name: str) -> bool:
         LOSS_CALLS, PROB_CALLS, GATHER_CALLS, MODULE_LOADERS, SAMPLE_CALLS, CREATE_CALLS,
         COPY_CALLS, REDUCE_CALLS, MUTATE_CALLS, HASH_CALLS, SELECT_CALLS, WHERE_CALLS, SPREAD_CALLS,
         ENV_READS, SERIALIZE_CALLS, DECOMPRESS_CALLS, ARRAY_LOAD_CALLS, NETWORK_CALLS, SHELL_CALLS,
-        EQUALITY_CALLS))
+        EQUALITY_CALLS, RANDOM_CALLS, PERMUTATION_CALLS, GENERATOR_CALLS))

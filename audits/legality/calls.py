@@ -167,6 +167,12 @@ def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
         return union
     if name in apis.SAMPLE_CALLS:
         return union | {GEN}
+    if name in apis.RANDOM_CALLS:
+        return union | {("random", site)}
+    if name in apis.PERMUTATION_CALLS:
+        return union | {("perm", site)}
+    if name in apis.GENERATOR_CALLS:
+        return frozenset({("rng",)})
     if name in apis.MODULE_LOADERS:
         return union | {LOADED}
     if name in apis.CREATE_CALLS:
@@ -383,6 +389,10 @@ def method_call(w, node: cst.Call, func: cst.Attribute, args: list[Arg]) -> Tain
         return taint | ({("mask", site)} if has_data(taint) else EMPTY)
     if name in apis.SAMPLE_METHODS:
         return receiver | union | {GEN}
+    if name in apis.RANDOM_METHODS and ("rng",) in receiver:
+        return union | {("random", site)}
+    if name in apis.PERMUTATION_METHODS and ("rng",) in receiver:
+        return union | {("perm", site)}
     if name in apis.PIECE_METHODS or name in apis.BYTE_METHODS:
         w.saw_piece = w.saw_piece or name in apis.PIECE_METHODS
         taint = receiver | union

@@ -874,6 +874,7 @@ class FunctionWalk:
             by_target = by_target and TARGET in part_taint
             key |= part_taint if HASH in part_taint else EMPTY
         taint = base | index
+        taint = self.drawn(node, base, index, taint)
         if shapes.previous_positions(node):
             spelled = imports.dotted(node.value)
             if spelled is not None:
@@ -893,6 +894,20 @@ class FunctionWalk:
         if by_target and HASH not in index \
                 and not (kinds(base, "loss") or PROB in base or MODEL in base or TARGET in base):
             taint |= {("gate", self.site(node), "lookup")}  # a table indexed by the scored token
+        return taint
+
+    def drawn(self, node: cst.Subscript, base: Taint, index: Taint, taint: Taint) -> Taint:
+        """Data (validation tokens, once the callers are known) read at positions drawn at
+        random (`val[starts]` with `starts` from `torch.randint`, a slice starting at a random
+        offset, `perm[:k]` of a permutation cut short) is a sample of the split, not every token
+        of it: ("drawn", where the positions were drawn)."""
+        if kinds(base, "perm") and any(isinstance(e.slice, cst.Slice) and e.slice.upper is not None
+                                       and (e.slice.lower is None or syntax.number(e.slice.lower) == 0)
+                                       for e in node.slice):
+            taint |= {("random", self.site(node))}
+        draws = sorted(kinds(index, "random"), key=lambda label: _line(label[1]))
+        if has_data(base) and draws and not kinds(base, "drawn"):
+            taint |= {("drawn", draws[0][1])}
         return taint
 
     def v_binary(self, node: cst.BinaryOperation) -> Taint:
@@ -1115,3 +1130,8 @@ _DISPATCH = {
     cst.Lambda: FunctionWalk.v_lambda,
     cst.Call: FunctionWalk.v_call,
 }
+
+
+def _line(site: Site) -> int:
+    at = site.position()
+    return at.start.line if at else 0

@@ -37,6 +37,10 @@ Labels are tuples whose first item is the kind:
   ("keyed", site)                a hash key first combined with the scored token at `site`
   ("reloaded", site)             an object whose weights were all loaded afresh at `site`
                                  (a strict load_state_dict of weights read back from a file)
+  ("random", site) ("perm", site)   positions drawn at random at `site` / a random permutation of
+                                 every position (random once cut short, `perm[:k]`)
+  ("rng",)                       a random generator object (its `integers`, `choice` draw positions)
+  ("drawn", site)                data read at positions drawn at `site`: a sample, not every token
   ("blob",)                      bytes decompressed from a blob (a payload of the artifact)
   ("loaded",)                    a module the script loaded at run time (importlib, by path)
   ("read",)                      deserialized from a file or bytes (torch.load, pickle.loads)

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+from audits import legality
 from audits.findings import Severity
-from audits.registry import FAIL, ILLEGAL, Rule, check, found, issue, pr, rules
+from audits.legality.judge import INFO, Verdict, recognizer
+from audits.legality.values import VAL, is_score, kinds
+from audits.registry import FAIL, ILLEGAL, WARN, Rule, Words, check, found, issue, pr, rules, words
+from audits.rules.legality.evidence import findings
 from audits.submission import runs
 from audits.submission.valsplit import FULL_VAL_TOKENS, covers, dataset_key
 
@@ -12,6 +18,55 @@ RULES = rules(
          "Evaluation covers every validation shard and token.",
          (pr(1854, "scored 17% of the set"), issue(1017)), level=ILLEGAL, place=15),
 )
+
+
+# Its readings (the keys of its words).
+DRAWN, DRAWN_BESIDE, WHOLE = "drawn", "drawn_beside", "whole"
+_HINT = "Score every window of every fineweb_val_*.bin shard, in order, each token once."
+WORDS = words(
+    "VAL_SUBSET",
+    drawn=Words(
+        "validation tokens are scored at positions drawn at random at {at} (scored at {other}), and no "
+        "score of the run covers every position: a sample of the split, not the split", _HINT),
+    drawn_beside=Words(
+        "validation tokens are scored at positions drawn at random at {at} (scored at {other}); the run "
+        "also scores the split in order ({detail}): check that the claimed score is that one", _HINT),
+    whole=Words("validation tokens are scored at {at} in order, not at positions drawn at random"),
+)
+
+
+def _read(e, facts):
+    """A score of validation tokens read at positions drawn at random (a sample), or not (a
+    score that may cover the split: weighed against the drawn ones, never told)."""
+    if not is_score(e) or VAL not in e.taint:
+        return []
+    draws = kinds(e.taint, "drawn")
+    if not draws:
+        return [Verdict("VAL_SUBSET", WHOLE, INFO, e.site)]
+    return [Verdict("VAL_SUBSET", DRAWN, FAIL, label[1], e.site) for label in draws]
+
+
+recognizer("VAL_SUBSET", _read)
+
+
+def _beside(result):
+    """A sample scored beside a score in order (a quick estimate during training, say) is a WARN
+    naming that score; where every score of the run is a sample, each is a FAIL."""
+    whole = sorted((v.site.inner_fn.script.rel, _line(v.site)) for v in result.of("VAL_SUBSET")
+                   if v.kind == WHOLE and not v.unreachable and not v.side_script)
+    where = f"{whole[0][0]}:{whole[0][1]}" if whole else ""
+
+    def weigh(v):
+        if v.kind != DRAWN or not where:
+            return v
+        return dataclasses.replace(v, kind=DRAWN_BESIDE, detail=where, severity=min(v.severity, WARN),
+                                   ungated=v.ungated and min(v.ungated, WARN))
+    return weigh
+
+
+def _line(site) -> int:
+    at = site.position()
+    return at.start.line if at else 0
 
 
 @check("VAL_SUBSET")
@@ -28,10 +83,20 @@ def val_subset(sub, options):
 
     Legal: `val_tokens: 47851520` on CaseOps sp8192; 45,508,608 on sp4096 (a few sequences trimmed).
 
+    In the code: validation tokens scored at positions drawn at random (`torch.randint`,
+    `np.random.choice`, `random.sample`, a generator's `integers`, a permutation cut short,
+    `perm[:k]`), read from the data the score's tokens come from, whatever the names or the module
+    the draw is in. Where no score of the run covers the split in order, a FAIL at the draw; beside
+    such a score (a quick estimate during training), a WARN naming it. A permutation of every
+    position, scored through, is the whole split in another order.
+
     Known limits: for a dataset pgolf does not know (a custom tokenizer, the stand-in corpus) the
-    count cannot be judged and an INFO note says so; the code-level check of which shards are read
-    belongs to the legality analysis.
+    count cannot be judged and an INFO note says so; in the code, a fixed number of batches read
+    in order from a stream, or a slice of the shard list, is not judged (the whole split may be
+    one shard).
     """
+    result = legality.analyse(sub)
+    yield from findings(sub, "VAL_SUBSET", skip=frozenset({WHOLE}), weigh=_beside(result))
     for log in runs.completed_logs(sub):
         p = log.parsed
         if p.val_tokens is None:
