@@ -16,7 +16,7 @@ import libcst as cst
 from audits.legality import apis, env, imports, operators, order, shapes, syntax
 from audits.legality.program import ClassInfo, Function, Program, compound_blocks
 from audits.legality.values import (
-    EMPTY, GRAD, HASH, INDICATOR, MODEL, NORM, OPTIM, PROB, STAT, TARGET, Event, Site, Taint,
+    EMPTY, GEN, GRAD, HASH, INDICATOR, MODEL, NORM, OPTIM, PROB, STAT, TARGET, Event, Site, Taint,
     data_roots, enclosed, filled, has_data, keyed, kinds, loss_data, pick, substitute,
 )
 
@@ -906,7 +906,7 @@ class FunctionWalk:
                                        for e in node.slice):
             taint |= {("random", self.site(node))}
         draws = sorted(kinds(index, "random"), key=lambda label: _line(label[1]))
-        if has_data(base) and draws and not kinds(base, "drawn"):
+        if draws and _tokens(base) and not _computed(index) and not kinds(base, "drawn"):
             taint |= {("drawn", draws[0][1])}
         return taint
 
@@ -1135,3 +1135,17 @@ _DISPATCH = {
 def _line(site: Site) -> int:
     at = site.position()
     return at.start.line if at else 0
+
+
+def _computed(taint: Taint) -> bool:
+    """Computed by a model or from its outputs, or a sample of it: no longer the tokens of a
+    split or positions in them (random prompts run through a model, the weights a search
+    perturbs)."""
+    return bool(MODEL in taint or PROB in taint or GEN in taint
+                or kinds(taint, "loss") or kinds(taint, "out") or kinds(taint, "state"))
+
+
+def _tokens(taint: Taint) -> bool:
+    """The tokens of a split as read (or a helper's parameter that may be them), not a
+    statistic of them."""
+    return has_data(taint) and not _computed(taint) and STAT not in taint
