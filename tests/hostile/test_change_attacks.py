@@ -27,7 +27,8 @@ def folder(**files) -> dict[str, str | bytes]:
 def test_a_pr_does_not_waive_its_own_findings(tmp_path):
     """The PR writes waiver comments in its script (in plain text and inside a self-extracting
     wrapper), a pyproject.toml with [tool.pgolf] in its folder and another at the repository's
-    root: the syntax finding and the one-folder finding stand wherever the change is known."""
+    root: the syntax finding and the one-folder finding stand, and the significance test keeps its
+    baseline, wherever the change is known."""
     from audits.submission import codesize
     wrapped = codesize.wrap(f"import torch\n{NEW_SYNTAX}  # pgolf: waive PY_SYNTAX_TOO_NEW runs on 3.12\n")
     change = Change(tmp_path, {
@@ -39,11 +40,13 @@ def test_a_pr_does_not_waive_its_own_findings(tmp_path):
         if command == "audit":  # the author's own audit of the folder: the root's table and the
             doc = json.loads(done.stdout)  # comments are theirs; the folder's own table is not read
             assert doc["target_python_origin"].endswith(f"{change.checkout}/pyproject.toml")
+            assert "vs baseline 9.00000" in done.stdout
             continue
         assert done.returncode == 1, (command, done.stdout, done.stderr)
         assert verdict(command, done) in ("ILLEGAL", "NEEDS_ACTION"), command
         assert waived(command, done) == [], (command, done.stdout)
         assert "PY_SYNTAX_TOO_NEW" in done.stdout and "LAYOUT_NOT_SINGLE_FOLDER" in done.stdout, command
+        assert "vs baseline " in done.stdout and "vs baseline 9.00000" not in done.stdout, command  # not its own
 
 
 def test_the_action_shows_a_waiver_it_was_given(tmp_path):
