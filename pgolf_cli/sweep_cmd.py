@@ -109,8 +109,13 @@ def sweep_command(repo, prs, unmerged, records, base, out, jobs, timeout, memory
             if isinstance(result, pool.Failure):  # its worker was killed: its folders go now
                 tempdirs.remove_stale(Path(tempfile.gettempdir()), tempdirs.STALE)
             advance(result)
-        pool.run([(case, settings) for case in cases], audit_case, workers=jobs, timeout_s=timeout,
-                 memory_bytes=(memory or _default_memory_mib(jobs)) * 2**20, done=done)
+        try:
+            with tempdirs.sigterm_unwinds():
+                pool.run([(case, settings) for case in cases], audit_case, workers=jobs, timeout_s=timeout,
+                         memory_bytes=(memory or _default_memory_mib(jobs)) * 2**20, done=done)
+        except BaseException:  # SIGTERM or Ctrl-C: the pool killed its workers; their folders go now
+            tempdirs.remove_stale(Path(tempfile.gettempdir()), tempdirs.STALE)
+            raise
     rows = []
     for index, case in enumerate(cases):
         rows += _rows(case, results[index], out)

@@ -178,9 +178,9 @@ HANG = (ROOT / "tests" / "hostile" / "hang" / "train_gpt.py").read_text()
 
 
 def test_sigterm_sigkill_and_timeouts_leave_no_folder_of_a_pr(tmp_path):
-    """pgolf is terminated, or killed, while the PR's script sleeps through its import, and a
-    sweep stops the case at its time limit: the pgolf-pr-*, pgolf-sweep-* and pgolf-smoke-*
-    folders go, at once or with the next run."""
+    """pgolf's review of the PR, or its sweep, is terminated, or killed, while the PR's script
+    sleeps through its import, and a sweep stops the case at its time limit: the pgolf-pr-*,
+    pgolf-sweep-* and pgolf-smoke-* folders go, at once or with the next run."""
     change = Change(tmp_path, folder(**{"train_gpt.py": HANG}))
     reaped = change.signalled("review --pr", signal.SIGTERM, "--smoke")
     assert reaped["returncode"] == 128 + signal.SIGTERM and reaped["leftovers"] == []
@@ -191,3 +191,10 @@ def test_sigterm_sigkill_and_timeouts_leave_no_folder_of_a_pr(tmp_path):
     change.run("review --pr", "--no-smoke")  # removes what the killed run left
     done = change.run("sweep", "--smoke", "--timeout", "5")  # checks that nothing is left
     assert "TIMEOUT" in (tmp_path / "sweep" / "sweep.md").read_text()
+    reaped = change.signalled("sweep", signal.SIGTERM, "--smoke")
+    assert reaped["returncode"] == 128 + signal.SIGTERM and reaped["leftovers"] == [], reaped
+    assert list(change.tmpdir.iterdir()) == []
+    reaped = change.signalled("sweep", signal.SIGKILL, "--smoke")
+    assert reaped["returncode"] == -signal.SIGKILL
+    assert sorted(p.name.split("-")[1] for p in change.tmpdir.iterdir()) == ["smoke", "sweep"]
+    change.run("sweep", "--no-smoke")  # removes what the killed run left
