@@ -77,6 +77,14 @@ def test_a_range_takes_merged_and_unmerged_prs(repo, tmp_path):
     assert got == {3: (MERGED, "ILLEGAL"), 5: ("records/track_10min_16mb/2026-04-09_Five", "PASS")}
 
 
+def test_base_composes_with_merged_prs(repo, tmp_path):
+    """--base names the main branch; the PR merged into it is still read against the base it was
+    merged into, not against the branch as it is now (an empty change)."""
+    sweep(repo, tmp_path, "--prs", "3-5", "--base", "main")
+    got = {r["pr"]: (r["folder"], r["verdict"]) for r in rows(tmp_path)}
+    assert got == {3: (MERGED, "ILLEGAL"), 5: ("records/track_10min_16mb/2026-04-09_Five", "PASS")}
+
+
 def test_every_format_holds_the_same_rows(opened):
     data = rows(opened)
     table = list(csv.DictReader(io.StringIO((opened / "sweep.csv").read_text())))
