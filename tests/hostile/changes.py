@@ -26,6 +26,7 @@ from pathlib import Path
 
 import yaml
 from prrepos import add_pr, challenge_repo, clone, git
+from support import write_folder
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
@@ -71,15 +72,20 @@ def publish_raw(repo: Path, number: int, files: dict[str, bytes | str]) -> None:
 
 
 class Change:
-    """PR 1 of a fresh challenge repository, adding `files` (repository path -> content); with
-    `raw`, the PR is written by `publish_raw(upstream, 1, raw(upstream))` instead, and only
-    `review --pr` meets it (a work tree cannot hold it)."""
+    """PR 1 of a fresh challenge repository (whose main also holds `base`), adding `files`
+    (repository path -> content); with `raw`, the PR is written by `publish_raw(upstream, 1,
+    raw(upstream))` instead, and only `review --pr` meets it (a work tree cannot hold it)."""
 
-    def __init__(self, tmp_path: Path, files: dict[str, str | bytes], raw=None, folder: str = FOLDER):
+    def __init__(self, tmp_path: Path, files: dict[str, str | bytes], raw=None, folder: str = FOLDER,
+                 base: dict[str, str] | None = None):
         self.tmp_path = tmp_path
         self.result = tmp_path / "reaper.json"
         self.folder = folder
         upstream = challenge_repo(tmp_path / "upstream")
+        if base:  # files the base commit holds beside the challenge's
+            write_folder(upstream, base)
+            git(upstream, "add", "-A")
+            git(upstream, "commit", "-qm", "base settings")
         if raw is None:
             add_pr(upstream, 1, files)
         else:

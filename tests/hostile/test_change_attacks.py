@@ -50,13 +50,17 @@ def test_a_pr_does_not_waive_its_own_findings(tmp_path):
 
 
 def test_the_action_shows_a_waiver_it_was_given(tmp_path):
-    """A waiver the workflow gives (from outside the change) is honoured and shown as waived in
-    the annotations, not dropped."""
-    change = Change(tmp_path, folder(**{"train_gpt.py": f"import torch\n{NEW_SYNTAX}\n"}))
+    """A waiver from outside the change (the workflow's arguments, the base commit's
+    pyproject.toml) is honoured and shown as waived in the annotations, not dropped."""
+    script = folder(**{"train_gpt.py": f"import torch\n{NEW_SYNTAX}\n"})
+    change = Change(tmp_path / "args", script)
     done = change.run("action", "--no-smoke", "--waive", "'PY_SYNTAX_TOO_NEW=runs on 3.12'")
-    assert done.returncode == 0, done.stdout
-    (line,) = [line for line in done.stdout.splitlines() if "PY_SYNTAX_TOO_NEW" in line]
-    assert line.startswith("::notice ") and "(waived)" in line and "waived: runs on 3.12" in line
+    change = Change(tmp_path / "base", script,
+                    base={"pyproject.toml": '[tool.pgolf.waivers]\nPY_SYNTAX_TOO_NEW = "runs on 3.12"\n'})
+    for done in (done, change.run("action", "--no-smoke")):
+        assert done.returncode == 0, done.stdout
+        (line,) = [line for line in done.stdout.splitlines() if "PY_SYNTAX_TOO_NEW" in line]
+        assert line.startswith("::notice ") and "(waived)" in line and "waived: runs on 3.12" in line
 
 
 LOADER = ("import torch\nfrom torch.utils import cpp_extension\n\nif __name__ == '__main__':\n"
