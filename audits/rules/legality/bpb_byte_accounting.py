@@ -15,7 +15,7 @@ from audits.legality.values import VAL, kinds
 from audits.registry import ILLEGAL, WARN, Rule, Words, check, found, issue, pr, rules, words
 from audits.rules.legality.evidence import findings
 from audits.submission import runs, trees
-from audits.submission.valsplit import VAL_TEXT_BYTES, implied_text_bytes
+from audits.submission.valsplit import VAL_TEXT_BYTES, dataset_key, implied_text_bytes
 
 RULES = rules(
     Rule("BPB_BYTE_ACCOUNTING", WARN, "legality",
@@ -34,6 +34,7 @@ _HINT = ("Count byte-fallback pieces as 1 byte, strip '\u2581' and count it as o
     "no_byte_fallback", "no_leading_space", "no_fallback_no_space", "space_twice", "fixed_ratio",
     "fixed_ratio_beside", "pieces", "array_file", "table_inflated", "table_unchecked", "table_matches",
     "log_overcount", "sidecar")
+TRANSFORMED_LOG, TRANSFORMED_CODE = "transformed_log", "transformed_code"
 # The readings that count each token's bytes (well or not): a fixed ratio beside one of them may be
 # a diagnostic, and a reviewer checks which of the two the claimed score divides by.
 _COUNTED = frozenset({NO_BYTE_FALLBACK, NO_LEADING_SPACE, NO_FALLBACK_NO_SPACE, SPACE_TWICE, PIECES, ARRAY_FILE})
@@ -83,6 +84,19 @@ WORDS = words(
         "Count each scored token's bytes from the tokenizer's pieces (byte-fallback pieces 1 byte, "
         "the leading '\u2581' one space byte) or from the validation byte sidecar: over the whole "
         "split they sum to the text's bytes."),
+    transformed_log=Words(
+        "{at}: the run scored tokens of CaseOps-transformed text ({detail}), and neither its code nor "
+        "its logs name the per-token byte sidecar (fineweb_val_bytes_*.bin): its bytes per token "
+        "can only come from the transformed pieces, which count the case markers and not the "
+        "original text's bytes",
+        "Read fineweb_val_bytes_*.bin beside the validation shards and divide the summed bits by "
+        "the summed original bytes of the scored tokens."),
+    transformed_code=Words(
+        "{at} reads CaseOps-transformed data ({detail}), and the run's code names no per-token byte "
+        "sidecar (fineweb_val_bytes_*.bin): bytes per token counted from the transformed pieces "
+        "count the case markers, not the original text's bytes",
+        "Read fineweb_val_bytes_*.bin beside the validation shards and divide the summed bits by "
+        "the summed original bytes of the scored tokens."),
     sidecar=Words(
         "{at} names the per-token byte sidecar (fineweb_val_bytes_*.bin): bytes per token can be "
         "counted from it, as the original text's bytes each validation token stands for (how a "
@@ -91,6 +105,9 @@ WORDS = words(
 # The byte sidecar's files, as the CaseOps records and `pgolf data shards --caseops` name them:
 # fineweb_val_bytes_NNNNNN.bin beside each fineweb_val_NNNNNN.bin.
 _SIDECAR_NAME = re.compile(r"val_bytes_")
+# The challenge's CaseOps exports (reversible case transforms of the text), as their folders name
+# them: fineweb10B_sp8192_caseops, fineweb10B_sp8192_lossless_caps_caseops_v1_reserved.
+_TRANSFORMED_DATA = re.compile(r"fineweb10B_\w*caseops\w*", re.I)
 # How far over the validation text's bytes a log's implied byte count may be before it is a FAIL.
 _OVERCOUNT = 0.01
 
@@ -140,6 +157,13 @@ def bpb_byte_accounting(sub, options):
     A script that names the per-token byte sidecar's files (`fineweb_val_bytes_*.bin`, in code,
     not in a comment or docstring) is noted as INFO: bytes per token can come from it.
 
+    Tokens of a reversible text transform (the challenge's CaseOps exports, whose pieces hold
+    case markers) stand for the original text's bytes only through the per-token byte sidecar:
+    where the logs' dataset is a CaseOps export and neither the run's code nor its logs name the
+    sidecar, the bytes can only come from the transformed pieces (a FAIL at the log's dataset
+    line); with no log to say, a CaseOps data path in the run's code with no sidecar named is a
+    WARN at that path.
+
     A table the run reads with `numpy.load` from a .npz/.npy shipped in the folder (an array
     named for bytes, e.g. `base_bytes`) is read without running anything (pickles refused, sizes
     bounded) and checked against the shipped tokenizer: a SentencePiece .model (byte-fallback
@@ -173,23 +197,25 @@ def bpb_byte_accounting(sub, options):
     loads = [v for v in result.of("BPB_BYTE_ACCOUNTING")
              if v.kind == ARRAY_FILE and not v.unreachable and not v.side_script]
     shipped = bytetable.tables(sub) if loads else []
+    sidecars = list(_sidecar_findings(sub))
     # the run scores with the shipped table: a table built from pieces elsewhere certifies nothing;
     # an array load is told by the table it loads (below)
     yield from findings(sub, "BPB_BYTE_ACCOUNTING",
                         skip=frozenset({ARRAY_FILE, PIECES} if shipped else {ARRAY_FILE}),
-                        weigh=_beside(_counted(sub, result)))
+                        weigh=_beside(_counted(result, sidecars)))
     if shipped:
         yield from _table_findings(sub, loads, shipped)
-    yield from _sidecar_findings(sub)
+    yield from sidecars
+    yield from _transformed_findings(sub, result, sidecars)
     yield from _log_findings(sub)
 
 
-def _counted(sub, result) -> str:
+def _counted(result, sidecars) -> str:
     """Where the run counts bytes per token (a table built from pieces or loaded from a file, or
     the byte sidecar named in its code), as `file:line`; empty where it counts them nowhere."""
     sites = sorted((v.site.inner_fn.script.rel, _line(v.site)) for v in result.of("BPB_BYTE_ACCOUNTING")
                    if v.kind in _COUNTED and not v.unreachable and not v.side_script)
-    sites += [(f.file, f.line) for f in _sidecar_findings(sub) if f.file in result.run]
+    sites += [(f.file, f.line) for f in sidecars if f.file in result.run]
     return f"{sites[0][0]}:{sites[0][1]}" if sites else ""
 
 
@@ -300,18 +326,56 @@ def _strings(node):
         yield node
 
 
+def _transformed_findings(sub, result, sidecars):
+    """Tokens of CaseOps-transformed text scored with no byte sidecar in sight: where do the bytes
+    in the denominator come from? Not from the original text. Told by the logs' dataset (a FAIL at
+    the first such log), else by the data path the run's code reads (a WARN: a reviewer checks
+    that path runs)."""
+    if any(f.file in result.run for f in sidecars) or any(_SIDECAR_NAME.search(log.text) for log in sub.logs):
+        return
+    for log in runs.completed_logs(sub):
+        dataset = log.parsed.dataset
+        if dataset is not None and dataset_key(str(dataset.value)).endswith("_caseops"):
+            words = WORDS[TRANSFORMED_LOG]
+            yield found("BPB_BYTE_ACCOUNTING",
+                        words.message.format(at=f"{log.rel}:{dataset.line}", detail=dataset.value),
+                        severity=Severity.FAIL, file=log.rel, line=dataset.line,
+                        evidence=f"{dataset.line}: {dataset.text}", hint=words.hint, confidence="high")
+            return
+    for rel in result.run:
+        parsed = result.scripts.get(rel)
+        named = _named_in_code(parsed, _TRANSFORMED_DATA) if parsed is not None else None
+        if named is None:
+            continue
+        (line, column), text = named
+        words = WORDS[TRANSFORMED_CODE]
+        shipped = sub.scripts.get(rel)
+        yield found("BPB_BYTE_ACCOUNTING", words.message.format(at=f"line {line}", detail=text),
+                    severity=Severity.WARN, file=rel, line=line, column=column,
+                    evidence=f"{line}: {parsed.excerpt(line, line)}", hint=words.hint,
+                    via=shipped.via(line) if shipped is not None else None, confidence="high")
+        return
+
+
+def _named_in_code(parsed, pattern):
+    """The first string of a script's code (not a docstring or other bare string) that `pattern`
+    finds, as ((line, column), the text found); None where none does."""
+    ranges = trees.positions(parsed.module).ranges  # every node, recorded once per module
+    bare = {id(part) for n in ranges if isinstance(n, cst.Expr) for part in _strings(n.value)}
+    named = [(start, m.group(0)) for n, (start, _) in ranges.items()
+             if isinstance(n, (cst.SimpleString, cst.FormattedStringText)) and id(n) not in bare
+             for m in [pattern.search(n.value)] if m]
+    return min(named) if named else None
+
+
 def _sidecar_findings(sub):
     """One INFO per script at the first string of its code that names the byte sidecar's files
     (docstrings and other bare strings name nothing)."""
     for rel, parsed in sorted(legality.analyse(sub).scripts.items()):
-        ranges = trees.positions(parsed.module).ranges  # every node, recorded once per module
-        bare = {id(part) for n in ranges if isinstance(n, cst.Expr) for part in _strings(n.value)}
-        named = [start for n, (start, _) in ranges.items()
-                 if isinstance(n, (cst.SimpleString, cst.FormattedStringText)) and id(n) not in bare
-                 and _SIDECAR_NAME.search(n.value)]
-        if not named:
+        named = _named_in_code(parsed, _SIDECAR_NAME)
+        if named is None:
             continue
-        line, column = min(named)
+        (line, column), _ = named
         shipped = sub.scripts.get(rel)
         yield found("BPB_BYTE_ACCOUNTING", WORDS[SIDECAR].message.format(at=f"line {line}"),
                     severity=Severity.INFO, file=rel, line=line, column=column,
