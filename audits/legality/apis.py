@@ -51,6 +51,8 @@ GENERATOR_CALLS = {"numpy.random.default_rng", "numpy.random.RandomState", "nump
                    "random.Random"}
 PERMUTATION_CALLS = {"torch.randperm", "numpy.random.permutation"}
 PERMUTATION_METHODS = {"permutation"}
+SHUFFLE_CALLS = {"numpy.random.shuffle", "random.shuffle"}  # in place
+SHUFFLE_METHODS = {"shuffle"}  # of a generator
 
 # Making a fresh tensor from shapes and constants: it holds no data (unless it copies some:
 # COPY_CALLS), and may be made to receive gradients (requires_grad=True).
@@ -159,4 +161,4 @@ def interpreted(name: str) -> bool:
         LOSS_CALLS, PROB_CALLS, GATHER_CALLS, MODULE_LOADERS, SAMPLE_CALLS, CREATE_CALLS,
         COPY_CALLS, REDUCE_CALLS, MUTATE_CALLS, HASH_CALLS, SELECT_CALLS, WHERE_CALLS, SPREAD_CALLS,
         ENV_READS, SERIALIZE_CALLS, DECOMPRESS_CALLS, ARRAY_LOAD_CALLS, NETWORK_CALLS, SHELL_CALLS,
-        EQUALITY_CALLS, RANDOM_CALLS, PERMUTATION_CALLS, GENERATOR_CALLS))
+        EQUALITY_CALLS, RANDOM_CALLS, PERMUTATION_CALLS, GENERATOR_CALLS, SHUFFLE_CALLS))

@@ -12,7 +12,7 @@ from audits.legality import apis, env, operators, printed, shapes, syntax
 from audits.legality.program import ClassInfo, Function
 from audits.legality.values import (
     BLOB, EMPTY, GEN, GRAD, HASH, HOOK, LOADED, LOCAL_KINDS, LOSSFN, MODEL, NORM, OPTIM, PROB, READ,
-    RELOCATED_KINDS, STAT, TARGET, TRAIN, Event, Site, Taint, data_roots, has_data, keyed, kinds,
+    RELOCATED_KINDS, STAT, TARGET, TRAIN, Event, Site, Taint, as_read, data_roots, has_data, keyed, kinds,
     judged, loss_data, objref, pick, substitute,
 )
 
@@ -168,9 +168,12 @@ def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
     if name in apis.SAMPLE_CALLS:
         return union | {GEN}
     if name in apis.RANDOM_CALLS:
-        return union | {("random", site)}
+        return union | _drawn(args, site)
     if name in apis.PERMUTATION_CALLS:
         return union | {("perm", site)}
+    if name in apis.SHUFFLE_CALLS and args:
+        w.mutate(args[0].node, frozenset({("perm", site)}))  # shuffled in place: every item, in another order
+        return EMPTY
     if name in apis.GENERATOR_CALLS:
         return frozenset({("rng",)})
     if name in apis.MODULE_LOADERS:
@@ -226,6 +229,14 @@ def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
             made |= frozenset(label for label in union if label[0] == "obj")
         return made
     return union
+
+
+def _drawn(args: list[Arg], site) -> Taint:
+    """A random draw: positions (`randint(0, n)`), or items of the data itself (`random.sample(docs,
+    k)`, `np.random.choice(windows, k)`), which are then a sample of it."""
+    if any(as_read(arg.taint) for arg in args if not arg.keyword):
+        return frozenset({("random", site), ("drawn", site)})
+    return frozenset({("random", site)})
 
 
 def _env_flag(w, args: list[Arg]) -> Taint:
@@ -390,7 +401,10 @@ def method_call(w, node: cst.Call, func: cst.Attribute, args: list[Arg]) -> Tain
     if name in apis.SAMPLE_METHODS:
         return receiver | union | {GEN}
     if name in apis.RANDOM_METHODS and ("rng",) in receiver:
-        return union | {("random", site)}
+        return union | _drawn(args, site)
+    if name in apis.SHUFFLE_METHODS and ("rng",) in receiver and args:
+        w.mutate(args[0].node, frozenset({("perm", site)}))
+        return EMPTY
     if name in apis.PERMUTATION_METHODS and ("rng",) in receiver:
         return union | {("perm", site)}
     if name in apis.PIECE_METHODS or name in apis.BYTE_METHODS:

@@ -16,8 +16,8 @@ import libcst as cst
 from audits.legality import apis, env, imports, operators, order, shapes, syntax
 from audits.legality.program import ClassInfo, Function, Program, compound_blocks
 from audits.legality.values import (
-    EMPTY, GEN, GRAD, HASH, INDICATOR, MODEL, NORM, OPTIM, PROB, STAT, TARGET, Event, Site, Taint,
-    data_roots, enclosed, filled, has_data, keyed, kinds, loss_data, pick, substitute,
+    EMPTY, GRAD, HASH, INDICATOR, MODEL, NORM, OPTIM, PROB, STAT, TARGET, Event, Site, Taint,
+    as_read, computed, data_roots, enclosed, filled, has_data, keyed, kinds, loss_data, pick, substitute,
 )
 
 # What an attribute keeps wherever it is read: where data came from and what objects it holds.
@@ -901,12 +901,12 @@ class FunctionWalk:
         random (`val[starts]` with `starts` from `torch.randint`, a slice starting at a random
         offset, `perm[:k]` of a permutation cut short) is a sample of the split, not every token
         of it: ("drawn", where the positions were drawn)."""
-        if kinds(base, "perm") and any(isinstance(e.slice, cst.Slice) and e.slice.upper is not None
-                                       and (e.slice.lower is None or syntax.number(e.slice.lower) == 0)
-                                       for e in node.slice):
-            taint |= {("random", self.site(node))}
+        if kinds(base, "perm") and any(_cut_short(e.slice) for e in node.slice):
+            taint |= {("random", self.site(node))}  # a permutation cut short: a random subset
+            if as_read(base - {label for label in base if label[0] == "perm"}) and not kinds(base, "drawn"):
+                return taint | {("drawn", self.site(node))}  # the data itself shuffled, then cut
         draws = sorted(kinds(index, "random"), key=lambda label: _line(label[1]))
-        if draws and _tokens(base) and not _computed(index) and not kinds(base, "drawn"):
+        if draws and as_read(base) and not computed(index) and not kinds(base, "drawn"):
             taint |= {("drawn", draws[0][1])}
         return taint
 
@@ -957,6 +957,9 @@ class FunctionWalk:
         elif isinstance(op, (cst.Divide, cst.Multiply)) and ("bits",) in left \
                 and operators.bytes_ratio(node.right, self.p, self.fn):
             self.emit(Event("ratio", self.site(node), left))
+        elif isinstance(op, cst.Divide) and ("bits",) in left \
+                and operators.ratio_factor(operators.factors(node.right), self.p, self.fn):
+            self.emit(Event("ratio", self.site(node), left))  # bits / (n_tokens * 3.7)
         return taint
 
     def previous_token_mix(self, node, left: Taint, right: Taint, taint: Taint) -> Taint:
@@ -1137,15 +1140,9 @@ def _line(site: Site) -> int:
     return at.start.line if at else 0
 
 
-def _computed(taint: Taint) -> bool:
-    """Computed by a model or from its outputs, or a sample of it: no longer the tokens of a
-    split or positions in them (random prompts run through a model, the weights a search
-    perturbs)."""
-    return bool(MODEL in taint or PROB in taint or GEN in taint
-                or kinds(taint, "loss") or kinds(taint, "out") or kinds(taint, "state"))
-
-
-def _tokens(taint: Taint) -> bool:
-    """The tokens of a split as read (or a helper's parameter that may be them), not a
-    statistic of them."""
-    return has_data(taint) and not _computed(taint) and STAT not in taint
+def _cut_short(s) -> bool:
+    """`[:k]`: the first k items, not the end trimmed by a constant (`[:-1]`, a shift)."""
+    if not isinstance(s, cst.Slice) or s.upper is None or (s.lower is not None and syntax.number(s.lower) != 0):
+        return False
+    upper = syntax.number(s.upper)
+    return upper is None or upper > 0

@@ -127,7 +127,7 @@ def tilt_normalizer(node: cst.BinaryOperation, code,
     if len(ones) != 1:
         return []
     rest = [t for t in terms if t is not ones[0]]
-    products = [_factors(e) for sign, e in rest if sign > 0 and _is_product(e)]
+    products = [factors(e) for sign, e in rest if sign > 0 and _is_product(e)]
     if len(rest) == 1 and products:  # 1 + p * (w - 1)
         return tilt_excess(rest[0][1], boost_names)
     negated = [code(e) for sign, e in rest if sign < 0]
@@ -140,10 +140,10 @@ def tilt_normalizer(node: cst.BinaryOperation, code,
 def tilt_excess(node, boost_names: frozenset[str] = frozenset()) -> list[cst.BaseExpression]:
     """`p * (w - 1)` or `p * expm1(b)`, Z - 1 of a one-token tilt (whose log1p is log Z), the
     factor possibly a name bound to one before: the boost factors, or none."""
-    factors = _factors(node) if _is_product(node) else []
-    boosts = [f for f in factors if boost_factor(f)
+    parts = factors(node) if _is_product(node) else []
+    boosts = [f for f in parts if boost_factor(f)
               or (isinstance(f, cst.Name) and f.value in boost_names)]
-    return boosts if len(factors) >= 2 else []
+    return boosts if len(parts) >= 2 else []
 
 
 def boost_factor(node) -> bool:
@@ -163,10 +163,12 @@ def _is_product(node) -> bool:
     return isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply)
 
 
-def _factors(node) -> list[cst.BaseExpression]:
+def factors(node) -> list[cst.BaseExpression]:
+    """The factors of a product (`n * 3.7`: [n, 3.7]); a lone value is its only factor."""
     if _is_product(node):
-        return _factors(node.left) + _factors(node.right)
+        return factors(node.left) + factors(node.right)
     return [node]
+
 
 
 def _is_one(node) -> bool:
@@ -204,11 +206,17 @@ def bytes_ratio(node, program=None, fn=None) -> bool:
 
 
 def ratio_with_ln2(node, program, fn) -> bool:
-    """`math.log(2) * 3.7` or `3.7 * math.log(2)`: ln 2 and a fixed bytes-per-token ratio in one
-    divisor (`loss / (math.log(2) * 3.7)`)."""
-    factors = _factors(node)
-    return len(factors) == 2 and any(is_ln2(f) and bytes_ratio(g, program, fn)
-                                     for f, g in (factors, factors[::-1]))
+    """`math.log(2) * 3.7`, `3.7 * math.log(2)`, `math.log(2) * n_tokens * BPT`: ln 2 and a fixed
+    bytes-per-token ratio in one divisor (`loss / (math.log(2) * 3.7)`)."""
+    parts = factors(node)
+    return any(is_ln2(f) for f in parts) and ratio_factor(parts, program, fn)
+
+
+def ratio_factor(parts, program, fn) -> bool:
+    """A fixed bytes-per-token ratio among the factors of a divisor (`n_tokens * 3.7`: the bytes
+    taken to be a fixed multiple of the tokens)."""
+    return any(not is_ln2(f) and not isinstance(f, cst.Integer) and (fixed_number(f, program, fn) or 0) >= 1.5
+               and bytes_ratio(f, program, fn) for f in parts)
 
 
 def scaled_by_ratio(node, program, fn) -> bool:

@@ -220,6 +220,20 @@ def is_score(event: Event) -> bool:
     return event.kind == "score" and (MODEL in event.taint or any(label[0] == "loss" for label in event.taint))
 
 
+def computed(taint: Taint) -> bool:
+    """Computed by a model or from its outputs, or a sample of it: no longer the tokens of a
+    split or positions in them (random prompts run through a model, the weights a search
+    perturbs)."""
+    return bool(MODEL in taint or PROB in taint or GEN in taint
+                or kinds(taint, "loss") or kinds(taint, "out") or kinds(taint, "state"))
+
+
+def as_read(taint: Taint) -> bool:
+    """The tokens of a split as read (or a helper's parameter that may be them), not a
+    statistic of them."""
+    return has_data(taint) and not computed(taint) and STAT not in taint
+
+
 def data_roots(taint: Taint) -> Taint:
     return frozenset(label for label in taint if label[0] in DATA_KINDS)
 
