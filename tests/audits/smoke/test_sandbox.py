@@ -4,6 +4,7 @@ test checks that the report says so instead."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -16,6 +17,8 @@ from support import SANDBOXES, processes_with, smoke_processes
 from audits.context import AuditOptions
 from audits.findings import Severity
 from audits.rules.smoke import smoke_import
+from audits.smoke import isolation
+from audits.smoke.isolation import Sandbox
 from audits.smoke.run import Limits
 
 LEVELS = [pytest.param(sandbox, id=level) for level, sandbox in SANDBOXES.items()]
@@ -161,3 +164,16 @@ def test_a_process_that_hides_its_environment_is_still_killed(sandbox, smoke_fol
     else:  # the forked sleeper left the group and replaced its environment
         assert len(survivors) == 1
         assert "detached processes may survive" in sandbox.describe()
+
+
+def test_each_gap_of_a_level_is_named_and_the_full_level_names_none():
+    """What the verdict lines print (hostile/test_change_attacks.py runs them at this machine's
+    levels): one named gap for each bound a level lacks; nothing at the full level."""
+    full = Sandbox("bubblewrap", True, True, True, True, isolation.NOBODY, True, True)
+    assert full.not_isolated() == [] and full.weaker() is None
+    for field, gap in (("network_isolated", "network"), ("private_filesystem", "host files"),
+                       ("own_pid_namespace", "other processes"), ("disk_quota", "disk"),
+                       ("inode_bound", "inodes"), ("tree_memory", "tree memory")):
+        weaker = dataclasses.replace(full, **{field: False})
+        assert [text.split(" (")[0] for text in weaker.not_isolated()] == [gap], field
+        assert weaker.weaker().startswith(f"sandbox: bubblewrap, NOT isolated: {gap}"), field
