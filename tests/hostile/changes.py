@@ -119,7 +119,7 @@ class Change:
         hidden.mkdir()
         for folder in os.environ["PATH"].split(os.pathsep):
             for entry in (os.scandir(folder) if os.path.isdir(folder) else ()):
-                if entry.name not in programs and not (hidden / entry.name).exists():
+                if entry.name not in programs and not os.path.lexists(hidden / entry.name):
                     (hidden / entry.name).symlink_to(entry.path)
         self.path = f"{self.bin}:{hidden}"
 
