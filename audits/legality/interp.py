@@ -605,10 +605,15 @@ class FunctionWalk:
         lid = self.path
         is_for = isinstance(node, cst.For)
         header = self.value(node.iter) if is_for else self.value(node.test)
-        # `while i < n: ...; i += 1` steps its counter as `for i in range(n)` steps its target;
-        # a `while` with none (`while True:`, a `next()` in the body) marks every name it binds
-        counters = () if is_for else syntax.counters(node)
-        blanket = not is_for and not counters
+        # `while i < n: ...; i += 1` steps its counter as `for i in range(n)` steps its target, and
+        # so does any loop that a test at the top of its body ends (`if i >= n: break`); a `while`
+        # with none (`while True:`, a `next()` in the body), or a `for` that never runs out,
+        # marks every name it binds
+        counters = syntax.counters(node)
+        step = EMPTY if is_for else header
+        for test in syntax.exit_tests(node)[0 if is_for else 1:] if counters else ():
+            step |= self.value(test)
+        blanket = syntax.endless(node) and not counters
         entry = dict(self.env)
         label = ("iter", lid)
         self.loops += (lid,)
@@ -626,7 +631,7 @@ class FunctionWalk:
             if is_for:
                 self.bind(node.target, operators.as_bytes(header) | {label})
             for name in counters:  # this iteration's position, not data kept from the last one
-                self.env[name] = (self.env.get(name, EMPTY) - {("prev", lid)}) | header | {label}
+                self.env[name] = (self.env.get(name, EMPTY) - {("prev", lid)}) | step | {label}
             self.block(body, 0)
             last = self.env
             self.env = env.join(entry, env.back_edge(self.env, entry, lid))

@@ -133,12 +133,40 @@ def leaves(stmts) -> bool:
     return False
 
 
-def counters(loop: cst.While) -> tuple[str, ...]:
-    """The names a `while` test compares that its body binds again (`while i < n: ...; i += 1`,
-    `while start < total: ...; start = end`): the loop's counters, which step through values as
-    the target of a `for` over a range does."""
+def exit_tests(loop: cst.For | cst.While) -> list[cst.BaseExpression]:
+    """The tests that end a loop: a `while`'s own, and each `if C: break` among the statements of
+    its body (`for _ in iter(int, 1): if not (C): break`, `while True: ...; if i >= n: break`)."""
+    tests = [loop.test] if isinstance(loop, cst.While) else []
+    for stmt in loop.body.body if isinstance(loop.body, cst.IndentedBlock) else ():
+        if isinstance(stmt, cst.If) and stmt.orelse is None and _only_break(stmt.body):
+            tests.append(stmt.test)
+    return tests
+
+
+def _only_break(block) -> bool:
+    stmts = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    return len(stmts) == 1 and isinstance(stmts[0], (cst.SimpleStatementLine, cst.SimpleStatementSuite)) \
+        and len(stmts[0].body) == 1 and isinstance(stmts[0].body[0], cst.Break)
+
+
+def endless(loop: cst.For | cst.While) -> bool:
+    """A `for` over an iterable that never runs out (`iter(f, sentinel)`, `itertools.count()`):
+    a `while` in another form, whose end is a break and whose position is its counters'."""
+    if isinstance(loop, cst.While):
+        return True
+    it = loop.iter
+    if not isinstance(it, cst.Call):
+        return False
+    func = it.func.attr.value if isinstance(it.func, cst.Attribute) else getattr(it.func, "value", None)
+    return (func == "iter" and len(it.args) == 2) or func in ("count", "repeat") and len(it.args) <= 1
+
+
+def counters(loop: cst.For | cst.While) -> tuple[str, ...]:
+    """The names a test that ends the loop compares that its body binds again (`while i < n: ...;
+    i += 1`, `while start < total: ...; start = end`, `for _ in ...: if i >= n: break`): the loop's
+    counters, which step through values as the target of a `for` over a range does."""
     compared: set[str] = set()
-    stack = [loop.test]
+    stack = exit_tests(loop)
     while stack:
         cur = stack.pop()
         if isinstance(cur, cst.BooleanOperation):
