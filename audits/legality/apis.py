@@ -97,6 +97,11 @@ SELECT_CALLS = {"min", "max", "torch.minimum", "torch.maximum", "torch.min", "to
                 "torch.fmax", "numpy.fmin", "numpy.fmax", "torch.amin", "torch.amax", "numpy.amin",
                 "numpy.amax", "torch.argmin", "torch.argmax", "numpy.argmin", "numpy.argmax"}
 SELECT_METHODS = {"min", "max", "amin", "amax", "minimum", "maximum", "fmin", "fmax", "argmin", "argmax"}
+# Of those, the ones that reduce over an axis (an integer argument is the axis, not an operand);
+# the others compare their operands element by element.
+AXIS_SELECT_CALLS = {"torch.min", "torch.max", "numpy.min", "numpy.max", "torch.amin", "torch.amax",
+                     "numpy.amin", "numpy.amax", "torch.argmin", "torch.argmax", "numpy.argmin", "numpy.argmax"}
+AXIS_SELECT_METHODS = {"min", "max", "amin", "amax", "argmin", "argmax"}
 WHERE_CALLS = {"torch.where", "numpy.where"}
 # Repeat each element a given number of times (a token's value over its bytes).
 SPREAD_CALLS = {"numpy.repeat", "torch.repeat_interleave"}

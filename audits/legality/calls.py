@@ -120,10 +120,25 @@ def _mark_target(w, arg: Arg | None, of_loss: bool = False) -> None:
             w.loss_targets.add(expr.value)
 
 
-def _select(w, node, *parts: Taint) -> Taint:
-    """min/max over losses from different passes: the better one picked with the true token
-    (`parts`: the operands; a dimension or other constant is none)."""
+def _select(w, node, operands: list[tuple], reduces: bool) -> Taint:
+    """min/max over losses from different passes: the better one picked with the true token.
+    `operands`: (expression, taint) of each positional argument, a method's receiver first. Where
+    the call reduces over an axis (`torch.min(x, 0)`, `x.max(1)`), a number after the first is the
+    axis; any other constant operand makes it a clamp (`np.maximum(p, 1e-10)`, `min(n - 1, 14)`),
+    which keeps the value or the bound, never one pass's loss over another's."""
+    parts = []
+    for i, (expr, taint) in enumerate(operands):
+        constant = not taint or syntax.number(expr) is not None
+        if constant and reduces and i > 0:
+            continue
+        if constant:
+            return EMPTY
+        parts.append(taint)
     return pick(w.site(node), parts)
+
+
+def _operands(args: list[Arg]) -> list[tuple]:
+    return [(arg.node, arg.taint) for arg in args if not arg.keyword]
 
 
 def _picked(w, node, taint: Taint) -> None:
@@ -159,7 +174,7 @@ def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
     if name in apis.PROB_CALLS:
         return union | {PROB}
     if name in apis.SELECT_CALLS:
-        return union | _select(w, node, *(arg.taint for arg in args if not arg.keyword))
+        return union | _select(w, node, _operands(args), name in apis.AXIS_SELECT_CALLS)
     if name in apis.WHERE_CALLS:
         if len(args) == 3:
             rest = args[1].taint | args[2].taint
@@ -311,8 +326,8 @@ def builtin(w, node: cst.Call, name: str, args: list[Arg]) -> Taint:
     union = _union(args)
     if name in apis.SIZE_CALLS:
         return EMPTY
-    if name in ("min", "max"):
-        return union | _select(w, node, *(arg.taint for arg in args if not arg.keyword))
+    if name in ("min", "max"):  # of one iterable, or pairwise
+        return union | _select(w, node, _operands(args), False)
     if name == "sum":
         _picked(w, node, union)
         return union | {STAT}
@@ -413,7 +428,8 @@ def method_call(w, node: cst.Call, func: cst.Attribute, args: list[Arg]) -> Tain
         return taint | ({("bytes", site)} if TARGET in taint else EMPTY)
     if name in apis.SELECT_METHODS:
         taint = receiver | union
-        return taint | _select(w, node, receiver, *(arg.taint for arg in args if not arg.keyword))
+        return taint | _select(w, node, [(receiver_node, receiver)] + _operands(args),
+                               name in apis.AXIS_SELECT_METHODS)
     if name in apis.REDUCE_METHODS:
         _picked(w, node, receiver)
         return receiver | union | {STAT}

@@ -943,6 +943,9 @@ class FunctionWalk:
             if operators.tilts(left, right) or operators.tilts(right, left):
                 self.tilts.append(node)
             taint = self.bits_per_byte(node, op, left, taint)
+        if isinstance(op, (cst.Subtract, cst.Divide)) and left and right \
+                and kinds(pick(self.site(node), (left, right)), "select"):
+            taint |= {("contrast", self.site(node))}  # two passes' losses set against each other
         if isinstance(op, cst.Add):
             taint = self.previous_token_mix(node, left, right, taint)
         return taint
@@ -1006,7 +1009,10 @@ class FunctionWalk:
                     taint |= {("gate", self.site(node), "compare")}
             elif TARGET in left or TARGET in right:
                 taint |= {("gate", self.site(node), "compare")}
-            taint |= pick(self.site(node), (left, right))
+            # Against a constant, a threshold on one value picks nothing between two passes, unless
+            # that value sets two passes' losses against each other (`nll_a - nll_b < 0`).
+            if (left and right) or kinds(left | right, "contrast"):
+                taint |= pick(self.site(node), (left, right))
         # Whether a table held an entry (`total > 0`) is no key: positions picked by it, and the
         # scored tokens at them, are not hashed (their reads are not lookups by a hashed key).
         return frozenset(label for label in taint if label != HASH and label[0] != "keyed")

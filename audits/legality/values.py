@@ -28,6 +28,8 @@ Labels are tuples whose first item is the kind:
   ("gate", site, how)            read from the scored token: a "lookup" (table[target]) or a
                                  "compare" (target < k)
   ("bytes", site) ("gated", site) ("select", site)
+  ("contrast", site)             two passes' losses set against each other (`nll_a - nll_b`): a
+                                 test of it against a constant picks between them
   ("pending", site, op, parts)    an operation over a helper's parameters (a "select": min/max
                                  or comparison; a "spread": a repeat by a count), judged where
                                  it is called (the taints of its operands)
