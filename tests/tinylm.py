@@ -101,6 +101,8 @@ def config(**overrides) -> types.SimpleNamespace:
                   ttt_lr=0.05, ttt_epochs=2, ttt_momentum=0.9, ttt_chunk_tokens=64,
                   ttt_grad_clip=1.0, ttt_batch_seqs=2, compile=True, mlp_clip_sigmas=None,
                   attn_clip_sigmas=None, lqer_enabled=False, lqer_rank=4, lqer_top_k=3, lqer_group=64,
-                  awq_groups=0, awq_group_size=64, awq_bits=8, ttt_mode="sgd")
+                  awq_groups=0, awq_group_size=64, awq_bits=8, ttt_mode="sgd",
+                  ngram_tilt_enabled=False, ngram_tilt_order=16, ngram_tilt_threshold=0.8,
+                  ngram_tilt_boost=2.625)
     fields.update(overrides)
     return types.SimpleNamespace(**fields)

@@ -15,7 +15,8 @@ After training: `hessians`, `quant` (GPTQ, AWQ-lite), `lqer`, `rans` and `compre
 artifact format), `fitcap` (pruning under the cap), `codesize` (code bytes), `artifact` (the
 size check and the write), `export` (the whole export).
 Scoring: `evaluate`, `sliding`, `ttt` (score-first TTT), `doc_ttt` and `lora` (per-document LoRA
-TTT), `scoring` (every scored phase), `probe` (the causality probes).
+TTT), `ngram_tilt` (the n-gram tilt of scored distributions), `scoring` (every scored phase),
+`probe` (the causality probes).
 Bundling: `bundle` (builds the single-file train_gpt.py; not part of it), `localnames` (short
 local names for the record bundle).
 `pgolf train` bundles what a run imports into one train_gpt.py. Importing a module starts nothing.

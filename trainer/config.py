@@ -202,6 +202,15 @@ class Config:
                            "each after a further share of TTT_PHASE_DOCS documents is scored; 0 = "
                            "adapters only.")
     ttt_phase_docs: int = knob(2500, "Documents at the start of the stream the SGD passes train on.")
+    ngram_tilt_enabled: bool = knob(False, "Scoring only: tilt each scored distribution toward the "
+                                    "next token an n-gram of the already-scored stream predicts, "
+                                    "renormalized (PR #2135's token channel; trainer/ngram_tilt.py).")
+    ngram_tilt_order: int = knob(16, "n of the tilt's n-gram: its context is the n-1 tokens up to "
+                                 "the scored position.")
+    ngram_tilt_threshold: float = knob(0.8, "Tilt only where the context's most frequent next token "
+                                       "took at least this share of its scored occurrences.")
+    ngram_tilt_boost: float = knob(2.625, "The hint's probability is multiplied by e^boost before "
+                                   "the distribution is renormalized.")
 
     def __post_init__(self) -> None:
         if EXTRAS:  # `pgolf train` validated the settings before launching
@@ -430,6 +439,9 @@ def _validate(cfg: Config) -> None:
          f"{cfg.eval_seq_len}"),
         (cfg.ttt_phases >= 0 and cfg.ttt_phase_docs >= 0, "TTT_PHASES and TTT_PHASE_DOCS must "
          "be 0 or more"),
+        (cfg.ngram_tilt_order >= 2 and 0 < cfg.ngram_tilt_threshold <= 1 and cfg.ngram_tilt_boost >= 0,
+         "NGRAM_TILT_ORDER must be 2 or more, NGRAM_TILT_THRESHOLD in (0, 1], NGRAM_TILT_BOOST 0 "
+         "or more"),
     ]
     for ok, message in rules:
         if not ok:

@@ -93,12 +93,13 @@ def batch_work(longest: int, chunk: int, seq_len: int) -> int:
 
 def adapt_batch(model: nn.Module, adapters: DocAdapters, tokens: Tensor, docs: list[Doc],
                 tally: Tally, target_bytes: TargetBytes, *, seq_len: int, chunk: int, lr: float,
-                logits_fn=None, trace: Trace | None = None) -> None:
+                logits_fn=None, trace: Trace | None = None, tilt=None) -> None:
     """Score every position of `docs` once, chunk by chunk, each chunk before the Adam step of
     its document's adapters that uses it. `adapters` has a set for each of `docs`, reset here,
     and for as many empty documents after them: every batch has the same shape, so a document's
     losses never depend on how many others share its batch. `logits_fn` (default
-    `model.forward_logits`) may be its compiled form."""
+    `model.forward_logits`) may be its compiled form; `tilt` (trainer/ngram_tilt.py) tilts the
+    scores with the table it has, adding nothing to it."""
     logits_fn = model.forward_logits if logits_fn is None else logits_fn
     device = tokens.device
     docs = docs + [(0, 0)] * (adapters.docs - len(docs))
@@ -125,12 +126,19 @@ def adapt_batch(model: nn.Module, adapters: DocAdapters, tokens: Tensor, docs: l
             logits = logits_fn(x, adapters, keep)
         nll = F.cross_entropy(logits.flatten(0, 1).float(), y_c.flatten(), reduction="none")
         nll = nll.view_as(y_c)
-        # 1. Score the chunk: these losses come from adapters trained on earlier chunks only.
-        tally.loss += torch.where(scored, nll.detach().double(), 0.0).sum()
+        # 1. Score the chunk: these losses come from adapters trained on earlier chunks only
+        # (tilted, with `tilt`; the adapters still train on the model's own losses).
+        score = nll.detach()
+        if tilt is not None:
+            hint, boost = tilt.hints(tokens, target_pos - 1)
+            score = tilt.tilted_nll(score, logits.detach(), y_c, hint, boost)
+        tally.loss += torch.where(scored, score.double(), 0.0).sum()
         tally.tokens += scored.sum()
         tally.bytes += torch.where(scored, target_bytes(x_c, y_c, target_pos), 0).sum()
         if EXTRAS and trace is not None:
-            _record_chunk(trace, logits, nll.detach(), pos[:, keep], scored, pos[:, 0], ends)
+            if tilt is not None:
+                logits = tilt.tilted_logits(logits.detach(), hint, boost)
+            _record_chunk(trace, logits, score, pos[:, keep], scored, pos[:, 0], ends)
         # 2. Then train each document's adapters on the chunk just scored, unless it was the
         # document's last.
         more = ends - starts > c + chunk
@@ -215,11 +223,12 @@ def sgd_phase(model: nn.Module, tokens: Tensor, hi: int, *, seq_len: int, chunk_
 def eval_doc_ttt(model: nn.Module, tokens: Tensor, target_bytes: TargetBytes, *, seq_len: int,
                  chunk: int, batch_docs: int, lora_rank: int, lr: float, phases: int, phase_docs: int,
                  sgd: dict, log: Callable[[str], None], logits_fn=None,
-                 adapters: DocAdapters | None = None,
-                 trace: Trace | None = None) -> tuple[float, float]:
+                 adapters: DocAdapters | None = None, trace: Trace | None = None,
+                 tilt=None) -> tuple[float, float]:
     """(val_loss, val_bpb) of per-document LoRA TTT with phased global SGD over the whole stream
     (`sgd`: sgd_phase's settings; `logits_fn`: adapt_batch's; `adapters`: the batch_docs x
-    lora_rank set warm_lora_pass ran, else a new one). Modifies `model` in place."""
+    lora_rank set warm_lora_pass ran, else a new one; `tilt`: an n-gram tilt, whose table takes
+    each group where the SGD phase after it does). Modifies `model` in place."""
     check_length(tokens.numel(), seq_len)
     groups = phase_groups(documents(tokens), phases, phase_docs)
     me, size = rank_and_world()
@@ -236,11 +245,13 @@ def eval_doc_ttt(model: nn.Module, tokens: Tensor, target_bytes: TargetBytes, *,
         batches = doc_batches(group, batch_docs)
         for batch in deal(batches, size, chunk=chunk, seq_len=seq_len)[me]:
             adapt_batch(model, adapters, tokens, batch, tally, target_bytes, seq_len=seq_len,
-                        chunk=chunk, lr=lr, logits_fn=logits_fn, trace=trace)
+                        chunk=chunk, lr=lr, logits_fn=logits_fn, trace=trace, tilt=tilt)
         log(f"ttt_lora:group {gi + 1}/{len(groups)} docs={len(group)} batches={len(batches)} "
             f"time:{time.perf_counter() - t0:.1f}s")
         if group and any(groups[gi + 1:]):  # a phase only where documents are left to score
             sgd_phase(model, tokens, group[-1][1], seq_len=seq_len, trace=trace, **sgd)
+            if tilt is not None:  # the group is scored, as the SGD phase's own data is
+                tilt.observe(tokens, torch.arange(group[0][0], group[-1][1], device=tokens.device))
             log(f"ttt_lora:sgd {gi + 1}/{phases} positions=0..{group[-1][1] - 1} "
                 f"time:{time.perf_counter() - t0:.1f}s")
     for p in model.parameters():

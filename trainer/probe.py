@@ -181,7 +181,7 @@ PROBE_TOKENS = 5 * 64 + 1
 # value the full bundle is probed with (the one that runs the code the setting adds); a record
 # bundle is probed with the values it pins.
 SWITCHES = {"smear_gate_enabled": True, "sparse_attn_gate_enabled": True, "lqer_enabled": True,
-            "ttt_mode": "lora"}
+            "ttt_mode": "lora", "ngram_tilt_enabled": True}
 
 
 def switch_settings(pinned: dict | None = None) -> dict[str, str]:
@@ -194,13 +194,24 @@ def switch_settings(pinned: dict | None = None) -> dict[str, str]:
 DOCUMENT_TOKENS = 40  # the probe's stream is packed documents, each opening with BOS
 
 
+def probe_tokens(vocab: int) -> Tensor:
+    """The probe's stream: random documents of DOCUMENT_TOKENS, the second half of the stream a
+    copy of the first, so that what reads earlier documents (the n-gram tilt's table) finds
+    contexts it has seen at the last probed position."""
+    tokens = torch.randint(0, vocab, (PROBE_TOKENS,), generator=torch.Generator().manual_seed(1))
+    tokens[::DOCUMENT_TOKENS] = BOS_ID
+    half = PROBE_TOKENS // DOCUMENT_TOKENS // 2 * DOCUMENT_TOKENS
+    tokens[half:] = tokens[:PROBE_TOKENS - half].clone()
+    return tokens
+
+
 def self_probe(settings: dict[str, str] | None = None) -> list[ProbeResult]:
     """Every probe on pgolf's own evaluation: the trainer's model at the tiny preset plus
     `settings` (SWITCHES, as the probed bundle has them), with random weights (the
     output projections and gates start at zero, which would hide what they read) and looping on,
     round-tripped through an artifact quantized as the export quantizes (`artifact.quantize_model`:
     LQER's factors and AWQ-lite's groups as the settings ask; no Hessians, so round-to-nearest);
-    random tokens in packed documents."""
+    random tokens in packed documents (probe_tokens)."""
     cfg = load_config(env={}, overrides={**PROBE_SETTINGS, **(settings or {})})
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny model: fastest, and the same order of sums every run
@@ -214,9 +225,7 @@ def self_probe(settings: dict[str, str] | None = None) -> list[ProbeResult]:
             torch.nn.init.ones_(model.smear_gate.lam)
         model.looping_active = cfg.num_loops > 0
         quantized = quantize_model(cfg, model, {}, log=lambda line: None, passthrough_max_numel=1024)
-        tokens = torch.randint(0, cfg.vocab_size, (PROBE_TOKENS,),
-                               generator=torch.Generator().manual_seed(1))
-        tokens[::DOCUMENT_TOKENS] = BOS_ID
+        tokens = probe_tokens(cfg.vocab_size)
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "probe.pga"
             write_atomic(path, compress_artifact(pack_tensors(quantized), "lzma"))

@@ -29,6 +29,7 @@ from trainer.distributed import REFERENCE_WORLD_SIZE, rank_and_world, synchroniz
 from trainer.doc_ttt import eval_doc_ttt, warm_lora_pass
 from trainer.lora import DocAdapters
 from trainer.lqer import fold_corrections
+from trainer.ngram_tilt import NgramTilt
 from trainer.quant import dequantize_state_dict
 from trainer.sliding import TargetBytes, Trace, check_length, eval_stream
 from trainer.ttt import eval_ttt
@@ -72,7 +73,7 @@ def evaluate_artifact(cfg, model: nn.Module, artifact_path: Path, val_tokens: Te
         t0 = _clock(device)
         loss, bpb = eval_stream(model, val_tokens, target_bytes, seq_len=cfg.eval_seq_len,
                                 stride=stride, batch_windows=batch_windows, logits_fn=logits_fn,
-                                trace=traces.get(name))
+                                trace=traces.get(name), tilt=_tilt(cfg, device))
         figures[name] = _metric(log, name, loss, bpb, _clock(device) - t0)
     if cfg.ttt_enabled:
         figures.update(_ttt_phase(cfg, model, val_tokens, target_bytes, logits_fn, batch_windows, log,
@@ -143,6 +144,12 @@ def _scoring_fn(model: nn.Module, device: torch.device, compile_model: bool,
     return torch.compile(model.forward_logits, **options)
 
 
+def _tilt(cfg, device: torch.device):
+    """A phase's n-gram tilt, its table empty: no phase reads what another scored."""
+    return NgramTilt(cfg.ngram_tilt_order, cfg.ngram_tilt_threshold, cfg.ngram_tilt_boost,
+                     device) if cfg.ngram_tilt_enabled else None
+
+
 def _ttt_phase(cfg, model, val_tokens, target_bytes, logits_fn, batch_windows, log, trace,
                lora: tuple | None) -> dict:
     device = val_tokens.device
@@ -156,13 +163,14 @@ def _ttt_phase(cfg, model, val_tokens, target_bytes, logits_fn, batch_windows, l
                                  batch_docs=cfg.ttt_lora_batch_docs, lora_rank=cfg.ttt_lora_rank,
                                  lr=cfg.ttt_lora_lr, phases=cfg.ttt_phases,
                                  phase_docs=cfg.ttt_phase_docs, sgd=sgd, log=log,
-                                 logits_fn=lora[0], adapters=lora[1], trace=trace)
+                                 logits_fn=lora[0], adapters=lora[1], trace=trace,
+                                 tilt=_tilt(cfg, device))
         return {"quantized_ttt": _metric(log, "quantized_ttt", loss, bpb, _clock(device) - t0)}
     loss, bpb = eval_ttt(model, val_tokens, target_bytes, seq_len=cfg.eval_seq_len,
                          stride=cfg.eval_stride, batch_windows=batch_windows,
                          chunk_tokens=cfg.ttt_chunk_tokens, epochs=cfg.ttt_epochs, lr=cfg.ttt_lr,
                          momentum=cfg.ttt_momentum, grad_clip=cfg.ttt_grad_clip,
                          batch_seqs=cfg.ttt_batch_seqs, log=log, logits_fn=logits_fn,
-                         trace=trace)
+                         trace=trace, tilt=_tilt(cfg, device))
     return {"quantized_ttt": _metric(log, "quantized_ttt", loss, bpb, _clock(device) - t0)}
 

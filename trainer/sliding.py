@@ -123,8 +123,10 @@ def _windows(tokens: Tensor, starts: Tensor, ends: Tensor, seq_len: int):
 @torch.no_grad()
 def score_segments(logits_fn: Callable[[Tensor], Tensor], tokens: Tensor,
                    segs: list[tuple[int, int]], tally: Tally, target_bytes: TargetBytes, *,
-                   seq_len: int, batch_windows: int, trace: Trace | None = None) -> None:
-    """Score every position of `segs` once (under no_grad) and add it to `tally`.
+                   seq_len: int, batch_windows: int, trace: Trace | None = None,
+                   tilt=None) -> None:
+    """Score every position of `segs` once (under no_grad) and add it to `tally`; with `tilt`
+    (trainer/ngram_tilt.py), each batch is scored tilted, then its positions join the tilt's table.
 
     Every batch has exactly `batch_windows` windows (the last is padded with empty ones), so a
     compiled `logits_fn` sees one shape and never recompiles; the segment bounds go to the device
@@ -138,11 +140,19 @@ def score_segments(logits_fn: Callable[[Tensor], Tensor], tokens: Tensor,
         with autocast(tokens.device):
             logits = logits_fn(x)
         nll = F.cross_entropy(logits.flatten(0, 1).float(), y.flatten(), reduction="none")
-        nll = nll.view_as(y).double()
+        nll = nll.view_as(y)
+        if tilt is not None:
+            hint, boost = tilt.hints(tokens, target_pos - 1)
+            nll = tilt.tilted_nll(nll, logits, y, hint, boost)
+        nll = nll.double()
         tally.loss += torch.where(scored, nll, 0.0).sum()
         tally.tokens += scored.sum()
         tally.bytes += torch.where(scored, target_bytes(x, y, target_pos), 0).sum()
+        if tilt is not None:
+            tilt.observe(tokens, (target_pos - 1)[scored])
         if EXTRAS and trace is not None:  # only the audit's probe traces, from the package
+            if tilt is not None:  # the distribution scored is the tilted one
+                logits = tilt.tilted_logits(logits, hint, boost)
             rows, cols = scored.nonzero(as_tuple=True)
             _record(trace, logits, nll[rows, cols], firsts[rows] + cols,
                     padded[i:i + batch_windows], firsts)
@@ -163,8 +173,10 @@ def _record(trace: Trace, logits: Tensor, nll: Tensor, positions: Tensor,
 
 
 def eval_stream(model, tokens: Tensor, target_bytes: TargetBytes, *, seq_len: int, stride: int,
-                batch_windows: int, logits_fn=None, trace: Trace | None = None) -> tuple[float, float]:
-    """(val_loss, val_bpb) of `model` on the whole stream, windows split across ranks."""
+                batch_windows: int, logits_fn=None, trace: Trace | None = None,
+                tilt=None) -> tuple[float, float]:
+    """(val_loss, val_bpb) of `model` on the whole stream, windows split across ranks (each
+    rank's n-gram `tilt`, if any, holds the positions that rank scored)."""
     check_length(tokens.numel(), seq_len)
     rank, size = rank_and_world()
     segs = rank_share(segments(0, tokens.numel() - 1, seq_len, stride), rank, size)
@@ -172,7 +184,7 @@ def eval_stream(model, tokens: Tensor, target_bytes: TargetBytes, *, seq_len: in
     was_training = model.training
     model.eval()
     score_segments(logits_fn or model.forward_logits, tokens, segs, tally, target_bytes,
-                   seq_len=seq_len, batch_windows=batch_windows, trace=trace)
+                   seq_len=seq_len, batch_windows=batch_windows, trace=trace, tilt=tilt)
     model.train(was_training)
     tally.all_reduce()
     return tally.result()

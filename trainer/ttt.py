@@ -77,8 +77,9 @@ def train_on_chunk(model: nn.Module, opt: torch.optim.Optimizer, tokens: Tensor,
 def eval_ttt(model: nn.Module, tokens: Tensor, target_bytes: TargetBytes, *, seq_len: int,
              stride: int, batch_windows: int, chunk_tokens: int, epochs: int, lr: float,
              momentum: float, grad_clip: float, batch_seqs: int, log: Callable[[str], None],
-             logits_fn=None, trace: Trace | None = None) -> tuple[float, float]:
-    """(val_loss, val_bpb) of score-first TTT over the whole stream. Modifies `model` in place."""
+             logits_fn=None, trace: Trace | None = None, tilt=None) -> tuple[float, float]:
+    """(val_loss, val_bpb) of score-first TTT over the whole stream, tilted by `tilt` if given
+    (its table takes each batch this rank scores). Modifies `model` in place."""
     check_length(tokens.numel(), seq_len)
     chunks = chunk_bounds(tokens.numel() - 1, chunk_tokens)
     # `is None`, not `or`: a compiled module has no truth value (it raises on len()).
@@ -93,7 +94,8 @@ def eval_ttt(model: nn.Module, tokens: Tensor, target_bytes: TargetBytes, *, seq
         # 1. Score the chunk first, with weights that have seen only earlier chunks.
         model.eval()
         score_segments(logits_fn, tokens, rank_share(segments(lo, hi, seq_len, stride), rank, size),
-                       tally, target_bytes, seq_len=seq_len, batch_windows=batch_windows, trace=trace)
+                       tally, target_bytes, seq_len=seq_len, batch_windows=batch_windows, trace=trace,
+                       tilt=tilt)
         # 2. Then train on the chunk just scored; the last chunk is never trained on.
         is_last_chunk = ci == len(chunks) - 1
         chunk_lr = cosine_lr(lr, ci, len(chunks))
