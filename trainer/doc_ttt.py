@@ -131,7 +131,7 @@ def adapt_batch(model: nn.Module, adapters: DocAdapters, tokens: Tensor, docs: l
         score = nll.detach()
         if tilt is not None:
             hint, boost = tilt.hints(tokens, target_pos - 1)
-            score = tilt.tilted_nll(score, logits.detach(), y_c, hint, boost)
+            score = tilt.tilted_nll(logits.detach(), y_c, hint, boost)
         tally.loss += torch.where(scored, score.double(), 0.0).sum()
         tally.tokens += scored.sum()
         tally.bytes += torch.where(scored, target_bytes(x_c, y_c, target_pos), 0).sum()

@@ -20,6 +20,7 @@ scored), so that the table a position sees depends on earlier tokens alone.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 # Multiplier of the contexts' polynomial hash (odd, 64 bits; products wrap).
@@ -84,13 +85,14 @@ class NgramTilt:
 
 
     @staticmethod
-    def tilted_nll(nll: Tensor, logits: Tensor, targets: Tensor, hint: Tensor,
-                   boost: Tensor) -> Tensor:
-        """The loss of `targets` under the tilted, renormalized distribution, from their
-        untilted `nll` (the cross-entropy of `logits`, shape (..., vocab)): the hint's
-        probability comes from the log-sum-exp, nll + the target's logit; boost 0 leaves a loss
-        as it was."""
+    def tilted_nll(logits: Tensor, targets: Tensor, hint: Tensor, boost: Tensor) -> Tensor:
+        """The loss of `targets` under the tilted, renormalized distribution of `logits` (shape
+        (..., vocab)): the cross-entropy, less the boost where the target is the hint, plus
+        log Z, the hint's probability read through the log-sum-exp (the cross-entropy plus the
+        target's logit). Where the boost is 0 it is the cross-entropy, bit for bit."""
         logits = logits.float()
+        nll = F.cross_entropy(logits.flatten(0, -2), targets.flatten(), reduction="none")
+        nll = nll.view_as(targets)
         lse = nll + logits.gather(-1, targets[..., None]).squeeze(-1)
         p_hint = torch.exp(logits.gather(-1, hint[..., None]).squeeze(-1) - lse)
         return nll - boost * (targets == hint) + torch.log1p(p_hint * torch.expm1(boost))

@@ -139,12 +139,12 @@ def score_segments(logits_fn: Callable[[Tensor], Tensor], tokens: Tensor,
         x, y, target_pos, scored, firsts = _windows(tokens, starts, ends, seq_len)
         with autocast(tokens.device):
             logits = logits_fn(x)
-        nll = F.cross_entropy(logits.flatten(0, 1).float(), y.flatten(), reduction="none")
-        nll = nll.view_as(y)
-        if tilt is not None:
+        if tilt is None:
+            nll = F.cross_entropy(logits.flatten(0, 1).float(), y.flatten(), reduction="none")
+        else:
             hint, boost = tilt.hints(tokens, target_pos - 1)
-            nll = tilt.tilted_nll(nll, logits, y, hint, boost)
-        nll = nll.double()
+            nll = tilt.tilted_nll(logits, y, hint, boost)
+        nll = nll.view_as(y).double()
         tally.loss += torch.where(scored, nll, 0.0).sum()
         tally.tokens += scored.sum()
         tally.bytes += torch.where(scored, target_bytes(x, y, target_pos), 0).sum()

@@ -71,8 +71,8 @@ def eval_causality_probe(sub, options):
     pgolf version builds (same sha256, raw or compact form), pgolf runs its own installed
     evaluation (standard, sliding-window and score-first TTT phases, after a quantized artifact
     roundtrip) on a tiny random model, with the shipped bundle's switches (SmearGate, the attention
-    gate, LQER, per-document LoRA TTT: each on for the full bundle, as pinned for a record
-    bundle), then again with
+    gate, LQER, per-document LoRA TTT, the n-gram tilt: each on for the full bundle, as pinned for
+    a record bundle), then again with
     tokens altered. C1: replacing every token after t leaves every loss of targets up to t
     unchanged. C3: replacing token t leaves earlier
     losses unchanged and target t is scored from exactly the distribution of the unaltered run

@@ -135,12 +135,13 @@ def test_a_trainer_model_that_attends_ahead_fails_c1(monkeypatch):
 
 
 def test_pgolf_evaluation_with_the_frontier_modules_passes_every_probe():
-    """SmearGate (documents packed with BOS in the probe's stream), the attention gate and
-    LQER's corrected artifact: every phase keeps C1, C3 and C4."""
+    """SmearGate (documents packed with BOS in the probe's stream), the attention gate,
+    LQER's corrected artifact, LoRA TTT and the n-gram tilt: every phase keeps C1, C3 and C4."""
     results = probe.self_probe(probe.switch_settings())
     assert len(results) == 21 and not _failures(results)
     assert probe.switch_settings() == {"SMEAR_GATE_ENABLED": "1", "SPARSE_ATTN_GATE_ENABLED": "1",
-                                       "LQER_ENABLED": "1", "TTT_MODE": "lora"}
+                                       "LQER_ENABLED": "1", "TTT_MODE": "lora",
+                                       "NGRAM_TILT_ENABLED": "1"}
     assert probe.switch_settings({"lqer_enabled": False, "ttt_enabled": True,
                                   "ttt_mode": "sgd"}) == {"LQER_ENABLED": "0", "TTT_MODE": "sgd"}
 
