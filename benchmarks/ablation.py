@@ -54,6 +54,7 @@ TECHNIQUES = {
 EXTRAS = {
     "awq": {"AWQ_GROUPS": "1"},                                          # PR #1908
     "progressive": {"TRAIN_SEQ_SCHEDULE": "1024@0.1"},                   # PR #2014, at 2,048
+    "ngram_tilt": {"NGRAM_TILT_ENABLED": "1"},                           # PR #2135's token channel
 }
 RECORD_SCRIPT = "record_script"
 

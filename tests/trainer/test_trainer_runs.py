@@ -64,6 +64,22 @@ def test_loss_falls(bundled_run):
 
 
 @pytest.mark.slow
+def test_the_ngram_tilt_changes_the_scores_and_nothing_before_them(bundled_run, data_dir, tmp_path):
+    """The same run with the n-gram tilt on (order 4: the sample's verses repeat short phrases):
+    training and its pre-quantization score are the same, every scored phase differs."""
+    result = run_trainer(["-m", "pgolf_cli", "train", "--preset", "tiny", "--data-dir", str(data_dir),
+                          "--set", f"ITERATIONS={STEPS}", "--set", "NGRAM_TILT_ENABLED=1",
+                          "--set", "NGRAM_TILT_ORDER=4", "--out", "run"], clean_env(), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    plain, tilted = ({m.name: m.val_bpb for m in parse_log((folder / "run" / "train.log").read_text()).metrics
+                      if m.kind in ("diagnostic", "scored")} for folder in (bundled_run, tmp_path))
+    phases = {"quantized_exact", "quantized_sliding_window_exact", "quantized_ttt_exact"}
+    assert phases <= set(plain) and phases <= set(tilted)
+    assert plain["pre-quantization"] == tilted["pre-quantization"]
+    assert all(abs(plain[p] - tilted[p]) > 1e-4 for p in phases), (plain, tilted)
+
+
+@pytest.mark.slow
 def test_bundle_and_package_give_the_same_losses(bundled_run, data_dir, tmp_path):
     env = clean_env(PRESET="tiny", DATA_DIR=data_dir, ITERATIONS=STEPS, OUT_DIR=tmp_path)
     result = run_trainer(["-m", "trainer"], env)
