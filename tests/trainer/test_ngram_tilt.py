@@ -9,7 +9,8 @@ import torch
 import torch.nn.functional as F
 
 from tinylm import VOCAB, byte_table, tiny_model
-from trainer import probe, sliding
+from trainer_support import two_gloo_ranks
+from trainer import doc_ttt, probe, sliding
 from trainer.compress import compress_artifact, pack_tensors
 from trainer.config import load_config
 from trainer.files import write_atomic
@@ -192,3 +193,35 @@ def test_scores_without_the_tilt_are_unchanged():
     nll = F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="none").view(2, 5)
     same = NgramTilt.tilted_nll(logits, y, torch.zeros_like(y), torch.zeros(2, 5))
     assert torch.equal(same, nll)
+
+
+def _lora_ttt_scores(tilt: bool) -> tuple[float, float]:
+    """LoRA TTT's score of the probe's stream (its second half repeats its first), with or
+    without the tilt. The phases after documents 0-1 and 2-3 run (the tilt's table takes each
+    group there) at a zero rate, and so do the adapters: two ranks would round the phases'
+    summed gradients otherwise, and the comparison is of the tilt."""
+    cfg = load_config(env={}, overrides={"PRESET": "tiny", "EVAL_SEQ_LEN": "32"})
+    torch.manual_seed(0)
+    model = GPT(cfg)
+    for p in model.parameters():
+        if p.ndim == 2:
+            torch.nn.init.normal_(p, std=0.2)
+    model.looping_active = True
+    sgd = dict(chunk_tokens=64, epochs=1, lr=0.0, momentum=0.9, grad_clip=1.0, batch_seqs=2)
+    return doc_ttt.eval_doc_ttt(model, probe.probe_tokens(1024), lambda p, t, pos: torch.ones_like(t),
+                                seq_len=32, chunk=8, batch_docs=2, lora_rank=4, lr=0.0, phases=2,
+                                phase_docs=4, sgd=sgd, log=lambda line: None,
+                                tilt=NgramTilt(16, 0.8, 2.625, CPU) if tilt else None)
+
+
+def _two_rank_lora_work():
+    return _lora_ttt_scores(True)
+
+
+@pytest.mark.slow
+def test_lora_ttts_tilt_is_the_same_on_two_ranks_as_on_one(tmp_path):
+    """Every rank's table takes each whole group, so the documents a rank was dealt do not
+    matter: two gloo processes score exactly as one does, and the tilt does change the score."""
+    one, plain = _lora_ttt_scores(True), _lora_ttt_scores(False)
+    assert one[0] < plain[0] - 0.05
+    assert two_gloo_ranks(_two_rank_lora_work, tmp_path) == [one, one]
