@@ -83,7 +83,6 @@ class NgramTilt:
         self.top_tok = torch.full_like(self.ctx, torch.iinfo(torch.int64).max).scatter_reduce_(
             0, group, torch.where(at_top, self.pair_tok, torch.iinfo(torch.int64).max), "amin")
 
-
     @staticmethod
     def tilted_nll(logits: Tensor, targets: Tensor, hint: Tensor, boost: Tensor) -> Tensor:
         """The loss of `targets` under the tilted, renormalized distribution of `logits` (shape
