@@ -15,7 +15,7 @@ from audits.legality.values import VAL, kinds
 from audits.registry import ILLEGAL, WARN, Rule, Words, check, found, issue, pr, rules, words
 from audits.rules.legality.evidence import findings
 from audits.submission import runs, trees
-from audits.submission.valsplit import VAL_TEXT_BYTES, dataset_key, implied_text_bytes
+from audits.submission.valsplit import FULL_VAL_TOKENS, VAL_TEXT_BYTES, covers, dataset_key, implied_text_bytes
 
 RULES = rules(
     Rule("BPB_BYTE_ACCOUNTING", WARN, "legality",
@@ -159,7 +159,8 @@ def bpb_byte_accounting(sub, options):
 
     Tokens of a reversible text transform (the challenge's CaseOps exports, whose pieces hold
     case markers) stand for the original text's bytes only through the per-token byte sidecar:
-    where the logs' dataset is a CaseOps export and neither the run's code nor its logs name the
+    where the logs' dataset is a CaseOps export (by its name, or by its validation token count,
+    47,851,520, whatever the folder is called) and neither the run's code nor its logs name the
     sidecar, the bytes can only come from the transformed pieces (a FAIL at the log's dataset
     line); with no log to say, a CaseOps data path in the run's code with no sidecar named is a
     WARN at that path.
@@ -334,13 +335,14 @@ def _transformed_findings(sub, result, sidecars):
     if any(f.file in result.run for f in sidecars) or any(_SIDECAR_NAME.search(log.text) for log in sub.logs):
         return
     for log in runs.completed_logs(sub):
-        dataset = log.parsed.dataset
-        if dataset is not None and dataset_key(str(dataset.value)).endswith("_caseops"):
+        said = _transformed_in(log.parsed)
+        if said is not None:
+            value, detail = said
             words = WORDS[TRANSFORMED_LOG]
             yield found("BPB_BYTE_ACCOUNTING",
-                        words.message.format(at=f"{log.rel}:{dataset.line}", detail=dataset.value),
-                        severity=Severity.FAIL, file=log.rel, line=dataset.line,
-                        evidence=f"{dataset.line}: {dataset.text}", hint=words.hint, confidence="high")
+                        words.message.format(at=f"{log.rel}:{value.line}", detail=detail),
+                        severity=Severity.FAIL, file=log.rel, line=value.line,
+                        evidence=f"{value.line}: {value.text}", hint=words.hint, confidence="high")
             return
     for rel in result.run:
         parsed = result.scripts.get(rel)
@@ -355,6 +357,19 @@ def _transformed_findings(sub, result, sidecars):
                     evidence=f"{line}: {parsed.excerpt(line, line)}", hint=words.hint,
                     via=shipped.via(line) if shipped is not None else None, confidence="high")
         return
+
+
+def _transformed_in(parsed):
+    """Where a log shows its tokens are CaseOps-transformed text: its dataset's name, else its
+    validation token count, which is the CaseOps split's whatever the folder is called (the
+    transform adds tokens: no other export has that count). (the log's value, what it says)"""
+    if parsed.dataset is not None and dataset_key(str(parsed.dataset.value)).endswith("_caseops"):
+        return parsed.dataset, str(parsed.dataset.value)
+    count = parsed.val_tokens.value if parsed.val_tokens is not None else None
+    full = FULL_VAL_TOKENS["sp8192_caseops"]
+    if count is not None and covers(count, full) and count <= max(full):
+        return parsed.val_tokens, f"{int(count):,} validation tokens, the CaseOps sp8192 split"
+    return None
 
 
 def _named_in_code(parsed, pattern):

@@ -118,3 +118,14 @@ def test_a_caseops_data_path_in_a_sibling_module_with_no_sidecar_warns(tmp_path)
 def test_caseops_named_only_in_prose_or_on_plain_data_is_quiet(tmp_path):
     script = '"""Unlike the fineweb10B_sp8192_caseops runs, this one reads plain text."""\n' + PIECES_SCRIPT
     assert _caseops_audit(tmp_path, {"train_gpt.py": script}) == []
+
+
+def test_the_caseops_token_count_under_a_plain_folder_name_is_caseops(tmp_path):
+    # the transform adds tokens: 47,851,520 is the CaseOps split whatever the folder is called
+    logs = {f"train_seed{seed}.log": record_log(seed, val_tokens=47_851_520) for seed in (42, 314, 999)}
+    found = [f for f in _caseops_audit(tmp_path, {"train_gpt.py": PIECES_SCRIPT, **logs})
+             if "transformed" in f.message]
+    [finding] = found
+    assert str(finding.severity) == "FAIL" and finding.line == 6 and "47,851,520" in finding.message
+    plain = {f"train_seed{seed}.log": record_log(seed) for seed in (42, 314, 999)}  # the sp8192 split
+    assert _caseops_audit(tmp_path / "plain", {"train_gpt.py": PIECES_SCRIPT, **plain}) == []
