@@ -951,7 +951,7 @@ class FunctionWalk:
         return taint
 
     def bits_per_byte(self, node: cst.BinaryOperation, op, left: Taint, taint: Taint) -> Taint:
-        """A loss turned into bits (divided by ln 2) is marked; where bits are divided by a fixed
+        """A loss turned into bits (divided by ln 2, or times log2 e) is marked; where bits are divided by a fixed
         bytes-per-token ratio instead of a count of bytes (`bits / 3.7`, `loss / (math.log(2) *
         BPT)`, `loss * 0.27 / math.log(2)`), a "ratio" event. A helper's parameter may be the
         loss: the event's taint is known at its calls."""
@@ -960,6 +960,8 @@ class FunctionWalk:
             taint |= {("bits",)}
             if operators.scaled_by_ratio(node.left, self.p, self.fn):
                 self.emit(Event("ratio", self.site(node), left))
+        elif isinstance(op, cst.Multiply) and lossy and operators.is_log2e(node.right, self.p, self.fn):
+            taint |= {("bits",)}  # loss * 1.4427: the same bits
         elif isinstance(op, cst.Divide) and lossy and operators.ratio_with_ln2(node.right, self.p, self.fn):
             self.emit(Event("ratio", self.site(node), left))
         elif isinstance(op, (cst.Divide, cst.Multiply)) and ("bits",) in left \

@@ -191,6 +191,15 @@ def is_ln2(node) -> bool:
     return False
 
 
+def is_log2e(node, program, fn) -> bool:
+    """`1.4427`, a name bound to it, or `1 / math.log(2)`: a factor that turns nats into bits."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide) \
+            and syntax.number(node.left) == 1 and is_ln2(node.right):
+        return True
+    value = fixed_number(node, program, fn) if not isinstance(node, cst.Integer) else None
+    return value is not None and abs(value - 1.4426950408889634) < 1e-3
+
+
 def bytes_ratio(node, program=None, fn=None) -> bool:
     """A number that can only be an assumed bytes-per-token ratio (or its inverse): a float
     literal, or a name, class attribute or setting whose value is one whatever the data (see
