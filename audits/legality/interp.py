@@ -908,12 +908,13 @@ class FunctionWalk:
         of it: ("drawn", where the positions were drawn)."""
         if kinds(base, "perm") and any(_cut_short(e.slice) for e in node.slice):
             taint |= {("random", self.site(node))}  # a permutation cut short: a random subset
-            if as_read(base - {label for label in base if label[0] == "perm"}) and not kinds(base, "drawn"):
+            if as_read(base) and not kinds(base, "drawn"):
                 return taint | {("drawn", self.site(node))}  # the data itself shuffled, then cut
-        draws = sorted(kinds(index, "random"), key=lambda label: _line(label[1]))
-        if draws and as_read(base) and not computed(index) and not kinds(base, "drawn"):
-            taint |= {("drawn", draws[0][1])}
-        return taint
+        draws = kinds(index, "random")
+        if not draws or computed(index) or not as_read(base) or kinds(base, "drawn"):
+            return taint
+        first = min(draws, key=lambda label: _line(label[1])) if len(draws) > 1 else draws[0]
+        return taint | {("drawn", first[1])}
 
     def v_binary(self, node: cst.BinaryOperation) -> Taint:
         left, right = self.value(node.left), self.value(node.right)

@@ -3,6 +3,7 @@ scored token, byte spreading, bits per byte, data named by a path."""
 
 from __future__ import annotations
 
+import functools
 import re
 
 import libcst as cst
@@ -283,27 +284,39 @@ def fixed_number(node, program, fn, depth: int = 0) -> float | None:
 
 
 def _bindings(body, name: str, nested: bool = True) -> list:
-    """The values `name` is assigned in a block (`name = v`, `name: T = v`), also inside its
-    compound statements where `nested`; a name bound by a loop, `with` or augmented assignment is
-    no constant (its binding counts, with no value)."""
-    out: list = []
+    """The values `name` is assigned in a block (see `_assignments`)."""
+    return _block_bindings(body, nested).get(name, [])
+
+
+@functools.lru_cache(maxsize=1024)
+def _block_bindings(body, nested: bool) -> dict[str, list]:
+    """Every name a block binds, with its values: one walk per block (nodes hash by identity)."""
+    out: dict[str, list] = {}
+    for name, value in _assignments(body, nested):
+        out.setdefault(name, []).append(value)
+    return out
+
+
+def _assignments(body, nested: bool):
+    """(name, value) for each binding in a block (`name = v`, `name: T = v`), also inside its
+    compound statements where `nested`; a name bound by a loop, an unpacking or an augmented
+    assignment is no constant (its binding counts, with no value)."""
     for statement in getattr(body, "body", body):
         if isinstance(statement, cst.SimpleStatementLine):
             for small in statement.body:
                 if isinstance(small, cst.Assign):
-                    if any(isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets):
-                        out.append(small.value)
-                    elif any(name in _names(t.target) for t in small.targets):
-                        out.append(None)  # unpacked: not one value
-                elif isinstance(small, (cst.AnnAssign, cst.AugAssign)) and isinstance(small.target, cst.Name) \
-                        and small.target.value == name:
-                    out.append(small.value if isinstance(small, cst.AnnAssign) else None)
+                    for t in small.targets:
+                        if isinstance(t.target, cst.Name):
+                            yield t.target.value, small.value
+                        else:
+                            yield from ((n, None) for n in _names(t.target))
+                elif isinstance(small, (cst.AnnAssign, cst.AugAssign)) and isinstance(small.target, cst.Name):
+                    yield small.target.value, small.value if isinstance(small, cst.AnnAssign) else None
         elif nested and not isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
-            if isinstance(statement, cst.For) and name in _names(statement.target):
-                out.append(None)
+            if isinstance(statement, cst.For):
+                yield from ((n, None) for n in _names(statement.target))
             for block in _blocks(statement):
-                out += _bindings(block, name)
-    return out
+                yield from _assignments(block, True)
 
 
 def _names(target) -> set[str]:

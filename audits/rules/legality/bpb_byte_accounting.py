@@ -375,6 +375,8 @@ def _transformed_in(parsed):
 def _named_in_code(parsed, pattern):
     """The first string of a script's code (not a docstring or other bare string) that `pattern`
     finds, as ((line, column), the text found); None where none does."""
+    if not pattern.search(parsed.source):
+        return None  # not in the text at all: no tree walk
     ranges = trees.positions(parsed.module).ranges  # every node, recorded once per module
     bare = {id(part) for n in ranges if isinstance(n, cst.Expr) for part in _strings(n.value)}
     named = [(start, m.group(0)) for n, (start, _) in ranges.items()
