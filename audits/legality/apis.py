@@ -46,7 +46,9 @@ SAMPLE_METHODS = {"multinomial", "sample"}
 # short (`perm[:k]`).
 RANDOM_CALLS = {"torch.randint", "numpy.random.randint", "numpy.random.choice", "random.randint",
                 "random.randrange", "random.choice", "random.choices", "random.sample"}
-RANDOM_METHODS = {"integers", "choice", "choices", "randint", "randrange"}  # of a generator:
+RANDOM_METHODS = {"integers", "choice", "choices", "randint", "randrange"}  # of a generator
+# Those that draw items of their first argument (`random.sample(docs, k)`), not numbers in bounds.
+ITEM_DRAWS = {"random.choice", "random.choices", "random.sample", "numpy.random.choice", "choice", "choices"}
 GENERATOR_CALLS = {"numpy.random.default_rng", "numpy.random.RandomState", "numpy.random.Generator",
                    "random.Random"}
 PERMUTATION_CALLS = {"torch.randperm", "numpy.random.permutation"}

@@ -183,7 +183,7 @@ def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
     if name in apis.SAMPLE_CALLS:
         return union | {GEN}
     if name in apis.RANDOM_CALLS:
-        return union | _drawn(args, site)
+        return union | _drawn(name, args, site)
     if name in apis.PERMUTATION_CALLS:
         return union | {("perm", site)}
     if name in apis.SHUFFLE_CALLS and args:
@@ -246,10 +246,11 @@ def library_call(w, node: cst.Call, name: str, args: list[Arg]) -> Taint | None:
     return union
 
 
-def _drawn(args: list[Arg], site) -> Taint:
-    """A random draw: positions (`randint(0, n)`), or items of the data itself (`random.sample(docs,
-    k)`, `np.random.choice(windows, k)`), which are then a sample of it."""
-    if any(as_read(arg.taint) for arg in args if not arg.keyword):
+def _drawn(name: str, args: list[Arg], site) -> Taint:
+    """A random draw: numbers in bounds (`randint(0, n)`, positions), or items of the data itself
+    (`random.sample(docs, k)`, `np.random.choice(windows, k)`), which are then a sample of it."""
+    first = args[0] if args and not args[0].keyword else None
+    if name in apis.ITEM_DRAWS and first is not None and as_read(first.taint):
         return frozenset({("random", site), ("drawn", site)})
     return frozenset({("random", site)})
 
@@ -416,7 +417,7 @@ def method_call(w, node: cst.Call, func: cst.Attribute, args: list[Arg]) -> Tain
     if name in apis.SAMPLE_METHODS:
         return receiver | union | {GEN}
     if name in apis.RANDOM_METHODS and ("rng",) in receiver:
-        return union | _drawn(args, site)
+        return union | _drawn(name, args, site)
     if name in apis.SHUFFLE_METHODS and ("rng",) in receiver and args:
         w.mutate(args[0].node, frozenset({("perm", site)}))
         return EMPTY

@@ -34,6 +34,7 @@ _HINT = ("Count byte-fallback pieces as 1 byte, strip '\u2581' and count it as o
     "no_byte_fallback", "no_leading_space", "no_fallback_no_space", "space_twice", "fixed_ratio",
     "fixed_ratio_beside", "pieces", "array_file", "table_inflated", "table_unchecked", "table_matches",
     "log_overcount", "sidecar")
+FIXED_RATIO_NON_RECORD = "fixed_ratio_non_record"
 TRANSFORMED_LOG, TRANSFORMED_CODE = "transformed_log", "transformed_code"
 # The readings that count each token's bytes (well or not): a fixed ratio beside one of them may be
 # a diagnostic, and a reviewer checks which of the two the claimed score divides by.
@@ -52,6 +53,12 @@ WORDS = words(
     fixed_ratio=Words(
         "bits per byte at {at} divide the validation loss by a fixed bytes-per-token ratio instead of "
         "counting the bytes of the scored tokens, and the run counts bytes nowhere else",
+        "Count each scored token's bytes from the tokenizer's pieces (or a per-token byte sidecar) "
+        "and divide the summed bits by the summed bytes."),
+    fixed_ratio_non_record=Words(
+        "bits per byte at {at} divide the validation loss by a fixed bytes-per-token ratio instead of "
+        "counting the bytes of the scored tokens: an approximation, which a submission outside the "
+        "record track may report, but not bits per byte of the validation text",
         "Count each scored token's bytes from the tokenizer's pieces (or a per-token byte sidecar) "
         "and divide the summed bits by the summed bytes."),
     fixed_ratio_beside=Words(
@@ -150,8 +157,9 @@ def bpb_byte_accounting(sub, options):
     setting's default (`float(os.environ.get("BPT", "3.7"))`), also with ln 2 in one divisor
     (`loss / (math.log(2) * BPT)`) or scaling the loss before it (`loss * 0.27 / math.log(2)`),
     and inside a helper the loss is passed to (judged at its calls). In a run that counts bytes
-    per token nowhere else it is a FAIL; beside a table or sidecar the run also counts with, a
-    WARN naming it (it may be a quick estimate beside the score). A training loss turned into
+    per token nowhere else it is a FAIL on the record track (a WARN outside it, where an
+    exploration may report an approximation); beside a table or sidecar the run also counts
+    with, a WARN naming it (it may be a quick estimate beside the score). A training loss turned into
     bits per byte for the progress log is not read.
 
     A script that names the per-token byte sidecar's files (`fineweb_val_bytes_*.bin`, in code,
@@ -203,7 +211,7 @@ def bpb_byte_accounting(sub, options):
     # an array load is told by the table it loads (below)
     yield from findings(sub, "BPB_BYTE_ACCOUNTING",
                         skip=frozenset({ARRAY_FILE, PIECES} if shipped else {ARRAY_FILE}),
-                        weigh=_beside(_counted(result, sidecars)))
+                        weigh=_beside(_counted(result, sidecars), sub.record_track))
     if shipped:
         yield from _table_findings(sub, loads, shipped)
     yield from sidecars
@@ -220,14 +228,16 @@ def _counted(result, sidecars) -> str:
     return f"{sites[0][0]}:{sites[0][1]}" if sites else ""
 
 
-def _beside(counted: str):
+def _beside(counted: str, record: bool):
     """A fixed ratio in a run that also counts bytes may be a diagnostic beside the score: a WARN
     naming where the bytes are counted. In a run that counts them nowhere, every bits-per-byte
-    figure it prints divides by the ratio: a FAIL."""
+    figure it prints divides by the ratio: a FAIL on the record track, where the figure is a
+    record claim; a WARN elsewhere (an exploration may report an approximation, and say so)."""
     def weigh(v):
-        if v.kind != FIXED_RATIO or not counted:
+        if v.kind != FIXED_RATIO or (record and not counted):
             return v
-        return dataclasses.replace(v, kind=FIXED_RATIO_BESIDE, detail=counted, severity=min(v.severity, WARN),
+        kind = FIXED_RATIO_BESIDE if counted else FIXED_RATIO_NON_RECORD
+        return dataclasses.replace(v, kind=kind, detail=counted, severity=min(v.severity, WARN),
                                    ungated=v.ungated and min(v.ungated, WARN))
     return weigh
 

@@ -21,7 +21,7 @@ RULES = rules(
 
 
 # Its readings (the keys of its words).
-DRAWN, DRAWN_BESIDE, WHOLE = "drawn", "drawn_beside", "whole"
+DRAWN, DRAWN_BESIDE, DRAWN_NON_RECORD, WHOLE = "drawn", "drawn_beside", "drawn_non_record", "whole"
 _HINT = "Score every window of every fineweb_val_*.bin shard, in order, each token once."
 WORDS = words(
     "VAL_SUBSET",
@@ -31,6 +31,10 @@ WORDS = words(
     drawn_beside=Words(
         "validation tokens are scored at positions drawn at random at {at} (scored at {other}); the run "
         "also scores the split in order ({detail}): check that the claimed score is that one", _HINT),
+    drawn_non_record=Words(
+        "validation tokens are scored at positions drawn at random at {at} (scored at {other}): a "
+        "sample of the split, which a submission outside the record track may report, but not its "
+        "score on the split", _HINT),
     whole=Words("validation tokens are scored at {at} in order, not at positions drawn at random"),
 )
 
@@ -49,17 +53,19 @@ def _read(e, facts):
 recognizer("VAL_SUBSET", _read)
 
 
-def _beside(result):
+def _beside(result, record: bool):
     """A sample scored beside a score in order (a quick estimate during training, say) is a WARN
-    naming that score; where every score of the run is a sample, each is a FAIL."""
+    naming that score; where every score of the run is a sample, each is a FAIL on the record
+    track, a WARN outside it (an exploration may report a sample, and say so)."""
     whole = sorted((v.site.inner_fn.script.rel, _line(v.site)) for v in result.of("VAL_SUBSET")
                    if v.kind == WHOLE and not v.unreachable and not v.side_script)
     where = f"{whole[0][0]}:{whole[0][1]}" if whole else ""
 
     def weigh(v):
-        if v.kind != DRAWN or not where:
+        if v.kind != DRAWN or (record and not where):
             return v
-        return dataclasses.replace(v, kind=DRAWN_BESIDE, detail=where, severity=min(v.severity, WARN),
+        kind = DRAWN_BESIDE if where else DRAWN_NON_RECORD
+        return dataclasses.replace(v, kind=kind, detail=where, severity=min(v.severity, WARN),
                                    ungated=v.ungated and min(v.ungated, WARN))
     return weigh
 
@@ -86,8 +92,9 @@ def val_subset(sub, options):
     In the code: validation tokens scored at positions drawn at random (`torch.randint`,
     `np.random.choice`, `random.sample`, a generator's `integers`, a permutation cut short,
     `perm[:k]`), read from the data the score's tokens come from, whatever the names or the module
-    the draw is in. Where no score of the run covers the split in order, a FAIL at the draw; beside
-    such a score (a quick estimate during training), a WARN naming it. A permutation of every
+    the draw is in. Where no score of the run covers the split in order, a FAIL at the draw on the
+    record track (a WARN outside it); beside such a score (a quick estimate during training), a
+    WARN naming it. A permutation of every
     position, scored through, is the whole split in another order.
 
     Known limits: for a dataset pgolf does not know (a custom tokenizer, the stand-in corpus) the
@@ -96,7 +103,7 @@ def val_subset(sub, options):
     one shard).
     """
     result = legality.analyse(sub)
-    yield from findings(sub, "VAL_SUBSET", skip=frozenset({WHOLE}), weigh=_beside(result))
+    yield from findings(sub, "VAL_SUBSET", skip=frozenset({WHOLE}), weigh=_beside(result, sub.record_track))
     for log in runs.completed_logs(sub):
         p = log.parsed
         if p.val_tokens is None:
