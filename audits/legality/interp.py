@@ -611,8 +611,10 @@ class FunctionWalk:
         # marks every name it binds
         counters = syntax.counters(node)
         step = EMPTY if is_for else header
+        recording, self.recording = self.recording, False  # the body records its own tests
         for test in syntax.exit_tests(node)[0 if is_for else 1:] if counters else ():
             step |= self.value(test)
+        self.recording = recording
         blanket = syntax.endless(node) and not counters
         entry = dict(self.env)
         label = ("iter", lid)
@@ -621,8 +623,7 @@ class FunctionWalk:
             self.while_loops += (lid,)
         self.loop_entry.append(set(entry))
         body = compound_blocks(node)[0]
-        passes = 2 if self.recording else 1
-        recording = self.recording
+        passes = 2 if recording else 1
         saw_piece, self.saw_piece = self.saw_piece, False
         for n in range(passes):
             self.recording = recording and n == passes - 1
