@@ -134,7 +134,7 @@ def _select(w, node, operands: list[tuple], reduces: bool) -> Taint:
         if constant:
             return EMPTY
         parts.append(taint)
-    return pick(w.site(node), parts)
+    return pick(w.site(node), parts, w.switched)
 
 
 def _operands(args: list[Arg]) -> list[tuple]:

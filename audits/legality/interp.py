@@ -1016,7 +1016,7 @@ class FunctionWalk:
             # Against a constant, a threshold on one value picks nothing between two passes, unless
             # that value sets two passes' losses against each other (`nll_a - nll_b < 0`).
             if (left and right) or kinds(left | right, "contrast"):
-                taint |= pick(self.site(node), (left, right))
+                taint |= pick(self.site(node), (left, right), self.switched)
         # Whether a table held an entry (`total > 0`) is no key: positions picked by it, and the
         # scored tokens at them, are not hashed (their reads are not lookups by a hashed key).
         return frozenset(label for label in taint if label != HASH and label[0] != "keyed")

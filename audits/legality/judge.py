@@ -36,6 +36,9 @@ class Verdict:
     side_script: bool = False  # in a script the entry point does not run
     unreachable: bool = False  # in code the entry point never reaches
     open: bool = False  # its rule waits for the callers (a mask passed in, statistics returned)
+    # The settings the operation it reads runs under, beside the event's ("if:NAME:needed:default"):
+    # a pick made in a branch a setting turns on, whose value the event then scores.
+    switches: frozenset = frozenset()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,14 +94,7 @@ def verdicts(events: list[Event], reachable: bool, hypothetical: bool = False,
     for event in events:
         found = [v for rule in RECOGNIZERS.values() for v in rule.read(event, facts)]
         found = [dataclasses.replace(v, open=True) if _waits(v.rule, event) else v for v in found]
-        settings = non_default(event)
-        defaults = tuple(at_default(event.flags))
-        if defaults:
-            found = [dataclasses.replace(v, defaults=defaults) for v in found]
-        if settings:  # not run with the default settings: a reviewer asks whether it was on
-            found = [dataclasses.replace(v, severity=min(v.severity, WARN), settings=tuple(settings),
-                                         ungated=v.severity) for v in found]
-        out += found
+        out += [_weighed(v, event) for v in found]
     if side_script:
         out = [dataclasses.replace(v, severity=min(v.severity, RECOGNIZERS[v.rule].side_script),
                                    side_script=True)
@@ -107,6 +103,19 @@ def verdicts(events: list[Event], reachable: bool, hypothetical: bool = False,
         out = [dataclasses.replace(v, severity=INFO, unreachable=True)
                for v in out if not hypothetical or (v.severity > INFO and RECOGNIZERS[v.rule].shape)]
     return out
+
+
+def _weighed(v: Verdict, event: Event) -> Verdict:
+    """A verdict as the settings its code runs under weigh it: the event's and the operation's."""
+    if v.switches:
+        event = dataclasses.replace(event, flags=event.flags | v.switches)
+    settings = non_default(event)
+    defaults = tuple(at_default(event.flags))
+    if defaults:
+        v = dataclasses.replace(v, defaults=defaults)
+    if settings:  # not run with the default settings: a reviewer asks whether it was on
+        v = dataclasses.replace(v, severity=min(v.severity, WARN), settings=tuple(settings), ungated=v.severity)
+    return v
 
 
 def _waits(rule: str, event: Event) -> bool:

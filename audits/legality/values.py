@@ -27,7 +27,9 @@ Labels are tuples whose first item is the kind:
   ("flag", NAME, on)             a setting read from environment variable NAME; `on`: its default
   ("gate", site, how)            read from the scored token: a "lookup" (table[target]) or a
                                  "compare" (target < k)
-  ("bytes", site) ("gated", site) ("select", site)
+  ("bytes", site) ("gated", site)
+  ("select", site, switches)     the better of two passes picked at `site`, in code that runs
+                                 under `switches` ("if:NAME:needed:default" flags)
   ("contrast", site)             two passes' losses set against each other (`nll_a - nll_b`): a
                                  test of it against a constant picks between them
   ("pending", site, op, parts)    an operation over a helper's parameters (a "select": min/max
@@ -331,8 +333,8 @@ _JUDGED = {"select": lambda *parts: picks_by_outcome(*parts), "spread": _spread}
 _PENDING_KINDS = {"loss", "out", "earlier", "param", "enclosing", "target", "grad", "prob", "gate"}
 
 
-def judged(op: str, site: Site, parts) -> Taint:
-    """An operation at `site` over its operands `parts`: ("select", site) where a min/max/argmin
+def judged(op: str, site: Site, parts, switches: frozenset = frozenset()) -> Taint:
+    """An operation at `site` over its operands `parts`: ("select", site, switches) where a min/max/argmin
     or comparison picks the better of two passes by the realized token; ("bytes", gate site) where
     a repeat spreads a token's log-probability over the bytes a table gives the scored token. Where
     the operands are still a helper's parameters, ("pending", site, op, parts), judged again
@@ -341,15 +343,17 @@ def judged(op: str, site: Site, parts) -> Taint:
     if parts and _JUDGED[op](*parts):
         if op == "spread":
             return frozenset(("bytes", label[1]) for label in kinds(parts[1], "gate"))
-        return frozenset({("select", site)})
+        return frozenset({("select", site, switches)})
     if any(label[0] in ("param", "enclosing") for part in parts for label in part):
         kept = tuple(frozenset(label for label in part if label[0] in _PENDING_KINDS) for part in parts)
         return frozenset({("pending", site, op, kept)})
     return EMPTY
 
 
-def pick(site: Site, parts) -> Taint:
-    return judged("select", site, parts)
+def pick(site: Site, parts, switches: frozenset = frozenset()) -> Taint:
+    """`switches`: the settings the code that picks runs under (a pick in a branch that a setting
+    turns on is made only when it is on, wherever the picked value goes)."""
+    return judged("select", site, parts, switches)
 
 
 def substitute(taint: Taint, args: list[Taint], call: Site, callee) -> Taint:

@@ -42,7 +42,7 @@ def _read(e, facts):
             return [Verdict("TWO_PASS_RESCORE", RESCORED_AFTER_ADAPT, FAIL, e.site, e.other)]
         return [Verdict("TWO_PASS_RESCORE", SECOND_PASS, FAIL, e.site, e.other, origin=e.opening)]
     if (is_score(e) or e.kind == "picked") and VAL in e.taint:
-        return [Verdict("TWO_PASS_RESCORE", BETTER_OF_TWO, FAIL, label[1], e.site)
+        return [Verdict("TWO_PASS_RESCORE", BETTER_OF_TWO, FAIL, label[1], e.site, switches=label[2])
                 for label in kinds(e.taint, "select")]
     return []
 
