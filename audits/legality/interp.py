@@ -953,10 +953,11 @@ class FunctionWalk:
         return taint
 
     def bits_per_byte(self, node: cst.BinaryOperation, op, left: Taint, taint: Taint) -> Taint:
-        """A loss turned into bits (divided by ln 2, or times log2 e) is marked; where bits are divided by a fixed
-        bytes-per-token ratio instead of a count of bytes (`bits / 3.7`, `loss / (math.log(2) *
-        BPT)`, `loss * 0.27 / math.log(2)`), a "ratio" event. A helper's parameter may be the
-        loss: the event's taint is known at its calls."""
+        """A loss turned into bits (divided by ln 2, or times log2 e) is marked; where bits are
+        divided by a fixed bytes-per-token ratio instead of a count of bytes (`bits / 3.7`,
+        `loss / (math.log(2) * BPT)`, `loss * 0.27 / math.log(2)`, `bits / (n_tokens * 3.7)`), a
+        "ratio" event. A helper's parameter may be the loss: the event's taint is known at its
+        calls."""
         lossy = kinds(left, "loss") or any(label[0] in ("param", "enclosing") for label in left)
         if isinstance(op, cst.Divide) and lossy and operators.is_ln2(node.right):
             taint |= {("bits",)}

@@ -171,7 +171,6 @@ def factors(node) -> list[cst.BaseExpression]:
     return [node]
 
 
-
 def _is_one(node) -> bool:
     return isinstance(node, (cst.Integer, cst.Float)) and node.evaluated_value == 1
 
@@ -201,18 +200,21 @@ def is_log2e(node, program, fn) -> bool:
     return value is not None and abs(value - 1.4426950408889634) < 1e-3
 
 
-def bytes_ratio(node, program=None, fn=None) -> bool:
-    """A number that can only be an assumed bytes-per-token ratio (or its inverse): a float
-    literal, or a name, class attribute or setting whose value is one whatever the data (see
-    `fixed_number`). An integer literal is a count or a halving, not a ratio."""
+def bytes_ratio(node, program, fn) -> bool:
+    """A number that can only be an assumed bytes-per-token ratio (or its inverse, `1 / 3.7`): a
+    float literal, or a name, class attribute or setting whose value is one whatever the data
+    (see `fixed_number`). An integer literal is a count or a halving, not a ratio."""
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide) \
             and isinstance(node.left, (cst.Integer, cst.Float)):
         node = node.right
-    if isinstance(node, cst.Integer):
-        return False
-    value = fixed_number(node, program, fn) if program is not None else (
-        node.evaluated_value if isinstance(node, cst.Float) else None)
+    value = None if isinstance(node, cst.Integer) else fixed_number(node, program, fn)
     return value is not None and (1.5 <= value <= 8.0 or 0.125 <= value <= 0.67)
+
+
+def _bytes_per_token(node, program, fn) -> bool:
+    """A fixed number of bytes per token (1.5 to 8), not its inverse; not an integer literal."""
+    value = None if isinstance(node, cst.Integer) else fixed_number(node, program, fn)
+    return value is not None and 1.5 <= value <= 8.0
 
 
 def ratio_with_ln2(node, program, fn) -> bool:
@@ -225,8 +227,7 @@ def ratio_with_ln2(node, program, fn) -> bool:
 def ratio_factor(parts, program, fn) -> bool:
     """A fixed bytes-per-token ratio among the factors of a divisor (`n_tokens * 3.7`: the bytes
     taken to be a fixed multiple of the tokens)."""
-    return any(not is_ln2(f) and not isinstance(f, cst.Integer) and (fixed_number(f, program, fn) or 0) >= 1.5
-               and bytes_ratio(f, program, fn) for f in parts)
+    return any(not is_ln2(f) and _bytes_per_token(f, program, fn) for f in parts)
 
 
 def scaled_by_ratio(node, program, fn) -> bool:
@@ -235,8 +236,7 @@ def scaled_by_ratio(node, program, fn) -> bool:
     if not isinstance(node, cst.BinaryOperation) or not isinstance(node.operator, (cst.Multiply, cst.Divide)):
         return False
     if isinstance(node.operator, cst.Divide):
-        value = fixed_number(node.right, program, fn)
-        return value is not None and 1.5 <= value <= 8.0 and not isinstance(node.right, cst.Integer)
+        return _bytes_per_token(node.right, program, fn)
     # a halving or a quarter is an average of two or four losses, not a ratio of bytes
     return any(bytes_ratio(side, program, fn) and fixed_number(side, program, fn) not in (0.5, 0.25)
                for side in (node.left, node.right))
@@ -259,9 +259,11 @@ def fixed_number(node, program, fn, depth: int = 0) -> float | None:
             return None
     bound: list = []
     if isinstance(node, cst.Name):
-        if fn is not None and fn.node is not None:
-            bound = _bindings(fn.node.body, node.value) or [p for p in fn.params if p == node.value]
-        if not bound and fn is not None:
+        if node.value in fn.params:
+            return None  # whatever the callers pass
+        if fn.node is not None:
+            bound = _bindings(fn.node.body, node.value)
+        if not bound:
             bound = _bindings(program.roots[fn.script.rel].body, node.value, nested=False)
     elif isinstance(node, cst.Attribute):
         bound = [value for cls in program.classes.values()
@@ -278,8 +280,8 @@ def fixed_number(node, program, fn, depth: int = 0) -> float | None:
         if left is None or right is None or (isinstance(node.operator, cst.Divide) and right == 0):
             return None
         return left * right if isinstance(node.operator, cst.Multiply) else left / right
-    if len(bound) != 1 or not isinstance(bound[0], cst.BaseExpression):
-        return None  # unbound, bound several times, or a parameter
+    if len(bound) != 1 or bound[0] is None:
+        return None  # unbound, bound several times, or bound by a loop or an unpacking
     return fixed_number(bound[0], program, fn, depth + 1)
 
 
@@ -328,14 +330,14 @@ def _names(target) -> set[str]:
 
 
 def _blocks(statement) -> list:
-    """The indented blocks of a compound statement (its body, else, orelse, handlers, finally)."""
+    """The indented blocks of a compound statement (its body, elif and else, handlers, finally)."""
     out = []
     for attr in ("body", "orelse", "finalbody"):
         part = getattr(statement, attr, None)
-        if isinstance(part, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+        if isinstance(part, cst.BaseSuite):
             out.append(part)
-        elif part is not None and hasattr(part, "body") and not isinstance(part, cst.BaseExpression):
-            out += _blocks(part) if isinstance(part, (cst.If, cst.Else, cst.Finally)) else []
+        elif isinstance(part, (cst.If, cst.Else, cst.Finally)):
+            out += _blocks(part)
     for handler in getattr(statement, "handlers", ()):
         out.append(handler.body)
     return out

@@ -159,8 +159,8 @@ def bpb_byte_accounting(sub, options):
     and inside a helper the loss is passed to (judged at its calls). In a run that counts bytes
     per token nowhere else it is a FAIL on the record track (a WARN outside it, where an
     exploration may report an approximation); beside a table or sidecar the run also counts
-    with, a WARN naming it (it may be a quick estimate beside the score). A training loss turned into
-    bits per byte for the progress log is not read.
+    with, a WARN naming it (it may be a quick estimate beside the score). A training loss turned
+    into bits per byte for the progress log is not read.
 
     A script that names the per-token byte sidecar's files (`fineweb_val_bytes_*.bin`, in code,
     not in a comment or docstring) is noted as INFO: bytes per token can come from it.
@@ -370,9 +370,9 @@ def _transformed_findings(sub, result, sidecars):
 
 
 def _transformed_in(parsed):
-    """Where a log shows its tokens are CaseOps-transformed text: its dataset's name, else its
-    validation token count, which is the CaseOps split's whatever the folder is called (the
-    transform adds tokens: no other export has that count). (the log's value, what it says)"""
+    """Where a log shows its tokens are CaseOps-transformed text, and what it says: its dataset's
+    name, else its validation token count, which is the CaseOps split's whatever the folder is
+    called (the transform adds tokens: no other export has that count). None where it shows not."""
     if parsed.dataset is not None and dataset_key(str(parsed.dataset.value)).endswith("_caseops"):
         return parsed.dataset, str(parsed.dataset.value)
     count = parsed.val_tokens.value if parsed.val_tokens is not None else None

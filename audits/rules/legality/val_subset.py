@@ -94,13 +94,14 @@ def val_subset(sub, options):
     `perm[:k]`), read from the data the score's tokens come from, whatever the names or the module
     the draw is in. Where no score of the run covers the split in order, a FAIL at the draw on the
     record track (a WARN outside it); beside such a score (a quick estimate during training), a
-    WARN naming it. A permutation of every
-    position, scored through, is the whole split in another order.
+    WARN naming it. A permutation of every position, scored through, is the whole split in
+    another order; random numbers that index no tokens (random prompts) draw nothing from them.
 
     Known limits: for a dataset pgolf does not know (a custom tokenizer, the stand-in corpus) the
     count cannot be judged and an INFO note says so; in the code, a fixed number of batches read
     in order from a stream, or a slice of the shard list, is not judged (the whole split may be
-    one shard).
+    one shard); a random pick among a helper's items that its callers fill from validation data
+    (which weights a search perturbs, scored on validation tokens) reads as a sample of them.
     """
     result = legality.analyse(sub)
     yield from findings(sub, "VAL_SUBSET", skip=frozenset({WHOLE}), weigh=_beside(result, sub.record_track))
