@@ -98,8 +98,9 @@ def adapt_batch(model: nn.Module, adapters: DocAdapters, tokens: Tensor, docs: l
     its document's adapters that uses it. `adapters` has a set for each of `docs`, reset here,
     and for as many empty documents after them: every batch has the same shape, so a document's
     losses never depend on how many others share its batch. `logits_fn` (default
-    `model.forward_logits`) may be its compiled form; `tilt` (trainer/ngram_tilt.py) tilts the
-    scores with the table it has, adding nothing to it."""
+    `model.forward_logits`) may be its compiled form. `tilt` (trainer/ngram_tilt.py) tilts the
+    scores by a table of each document's chunks already scored, salted by the document's start,
+    where its gate is open, else by its own table, to which nothing is added here."""
     logits_fn = model.forward_logits if logits_fn is None else logits_fn
     device = tokens.device
     docs = docs + [(0, 0)] * (adapters.docs - len(docs))
@@ -109,6 +110,7 @@ def adapt_batch(model: nn.Module, adapters: DocAdapters, tokens: Tensor, docs: l
     starts = torch.tensor([lo for lo, _ in docs], device=device)
     ends = torch.tensor([hi for _, hi in docs], device=device)
     longest = max(hi - lo for lo, hi in docs)
+    own = tilt.empty() if tilt is not None else None
     for c in range(0, longest, chunk):
         # The window: the document's tokens up to the chunk's end, at most seq_len of them;
         # past the document's end, and after the window's last token, padding (never the next
@@ -130,11 +132,13 @@ def adapt_batch(model: nn.Module, adapters: DocAdapters, tokens: Tensor, docs: l
         # (tilted, with `tilt`; the adapters still train on the model's own losses).
         score = nll.detach()
         if tilt is not None:
-            hint, boost = tilt.hints(tokens, target_pos - 1)
+            hint, boost = tilt.hints_after(own, tokens, target_pos - 1, starts[:, None])
             score = tilt.tilted_nll(logits.detach(), y_c, hint, boost)
         tally.loss += torch.where(scored, score.double(), 0.0).sum()
         tally.tokens += scored.sum()
         tally.bytes += torch.where(scored, target_bytes(x_c, y_c, target_pos), 0).sum()
+        if tilt is not None:
+            own.observe(tokens, (target_pos - 1)[scored], starts[:, None].expand_as(scored)[scored])
         if EXTRAS and trace is not None:
             if tilt is not None:
                 logits = tilt.tilted_logits(logits.detach(), hint, boost)

@@ -14,7 +14,8 @@ how much to tilt reads the context and the table only, never the token being sco
 takes a position's (context, next token) only after that position was scored. A phase starts
 with an empty table. The caller decides which scored positions the table takes and when
 (trainer/sliding.py: each batch after it is scored; trainer/doc_ttt.py: each group after it is
-scored), so that the table a position sees depends on earlier tokens alone.
+scored, and beside it a table of each document's own chunks, each after it is scored), so that
+the table a position sees depends on earlier tokens alone.
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ from torch import Tensor
 _HASH_MULT = 0x100000001B3
 
 
-def context_keys(tokens: Tensor, last: Tensor, order: int) -> tuple[Tensor, Tensor]:
-    """(hash, valid) of the contexts tokens[p - order + 2 .. p] for each position p in `last`:
-    valid where the stream has order - 1 tokens up to p."""
-    keys = torch.zeros_like(last, dtype=torch.int64)
+def context_keys(tokens: Tensor, last: Tensor, order: int,
+                 salt: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """(hash, valid) of the contexts tokens[p - order + 2 .. p] for each position p in `last`
+    (hashed with `salt`, if given: a table per value of it): valid where the stream has
+    order - 1 tokens up to p."""
+    keys = torch.zeros_like(last, dtype=torch.int64) if salt is None else salt.long() + 1
     for back in range(order - 1):
         keys = keys * _HASH_MULT + tokens[(last - back).clamp_min(0)].long() + 1
     return keys, last >= order - 2
@@ -41,15 +44,15 @@ class NgramTilt:
     (context, next token) seen, and per context its total, its top count and that token."""
 
     def __init__(self, order: int, threshold: float, boost: float, device: torch.device):
-        self.order, self.threshold, self.boost = order, threshold, boost
+        self.order, self.threshold, self.boost, self.device = order, threshold, boost, device
         empty = torch.zeros(0, dtype=torch.int64, device=device)
         self.pair_ctx, self.pair_tok, self.pair_count = empty, empty, empty  # by (context, token)
         self.ctx, self.total, self.top, self.top_tok = empty, empty, empty, empty  # by context
 
-    def hints(self, tokens: Tensor, last: Tensor) -> tuple[Tensor, Tensor]:
+    def hints(self, tokens: Tensor, last: Tensor, salt: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """(hinted token, boost) for the positions `last` (any shape): boost 0 where the gate is
         shut. Reads the stream up to each position and the table, nothing after."""
-        keys, valid = context_keys(tokens, last, self.order)
+        keys, valid = context_keys(tokens, last, self.order, salt)
         if self.ctx.numel() == 0:
             return torch.zeros_like(keys), torch.zeros(keys.shape, device=keys.device)
         i = torch.searchsorted(self.ctx, keys).clamp_max(self.ctx.numel() - 1)
@@ -57,10 +60,23 @@ class NgramTilt:
         gate = seen & (self.top[i] >= self.threshold * self.total[i])
         return self.top_tok[i], torch.where(gate, self.boost, 0.0)
 
-    def observe(self, tokens: Tensor, last: Tensor) -> None:
+    def empty(self) -> NgramTilt:
+        """A table of the same settings, empty."""
+        return NgramTilt(self.order, self.threshold, self.boost, self.device)
+
+    def hints_after(self, first: NgramTilt, tokens: Tensor, last: Tensor,
+                    salt: Tensor) -> tuple[Tensor, Tensor]:
+        """The hints of the table `first` (read with `salt`) where its gate is open, else this
+        table's."""
+        hint, boost = self.hints(tokens, last)
+        own_hint, own_boost = first.hints(tokens, last, salt)
+        own = own_boost > 0
+        return torch.where(own, own_hint, hint), torch.where(own, own_boost, boost)
+
+    def observe(self, tokens: Tensor, last: Tensor, salt: Tensor | None = None) -> None:
         """Add the scored positions `last` (1-D) to the counts: each with its context and the
         token after it."""
-        keys, valid = context_keys(tokens, last, self.order)
+        keys, valid = context_keys(tokens, last, self.order, salt)
         ctx = torch.cat([self.pair_ctx, keys[valid]])
         tok = torch.cat([self.pair_tok, tokens[last[valid] + 1].long()])
         count = torch.cat([self.pair_count, torch.ones_like(keys[valid])])

@@ -16,6 +16,7 @@ from trainer.config import load_config
 from trainer.files import write_atomic
 from trainer.model import GPT
 from trainer.ngram_tilt import NgramTilt
+from trainer.shards import BOS_ID
 
 CPU = torch.device("cpu")
 
@@ -225,3 +226,47 @@ def test_lora_ttts_tilt_is_the_same_on_two_ranks_as_on_one(tmp_path):
     one, plain = _lora_ttt_scores(True), _lora_ttt_scores(False)
     assert one[0] < plain[0] - 0.05
     assert two_gloo_ranks(_two_rank_lora_work, tmp_path) == [one, one]
+
+
+def _self_repeating_documents() -> torch.Tensor:
+    """Eight documents of 40 tokens, each BOS then a random stretch of 10 of its own, repeated."""
+    gen = torch.Generator().manual_seed(6)
+    tokens = torch.full((321,), BOS_ID)
+    for d in range(8):
+        tokens[40 * d + 1:40 * d + 40] = torch.randint(2, 1024, (10,), generator=gen)[torch.arange(39) % 10]
+    return tokens
+
+
+def _lora_ttt(tilt: bool):
+    """LoRA TTT (adapters and SGD phases on) at probe scale, tilted or not, as the probes call an
+    evaluation."""
+    def evaluate(tokens, traces):
+        cfg = load_config(env={}, overrides={"PRESET": "tiny", "EVAL_SEQ_LEN": "32"})
+        torch.manual_seed(0)
+        model = GPT(cfg)
+        for p in model.parameters():
+            if p.ndim == 2:
+                torch.nn.init.normal_(p, std=0.2)
+        model.looping_active = True
+        sgd = dict(chunk_tokens=64, epochs=1, lr=0.05, momentum=0.9, grad_clip=1.0, batch_seqs=2)
+        doc_ttt.eval_doc_ttt(model, tokens, lambda p, t, pos: torch.ones_like(t), seq_len=32,
+                             chunk=8, batch_docs=3, lora_rank=4, lr=1e-2, phases=2, phase_docs=4,
+                             sgd=sgd, log=lambda line: None, trace=traces["quantized_ttt"],
+                             tilt=NgramTilt(16, 0.8, 2.625, CPU) if tilt else None)
+    return evaluate
+
+
+def test_lora_ttt_tilts_a_document_by_its_own_scored_chunks():
+    """Documents that repeat themselves, in the first group (no table of earlier groups yet) as
+    in the others: from the chunk after a context's first recurrence the document's own table
+    tilts it; C1, C3 and C4 hold at targets where it does."""
+    tokens, positions = _self_repeating_documents(), [70, 228, 313]
+    results = probe.run_probes(_lora_ttt(True), tokens, ["quantized_ttt"], positions, 1024)
+    assert all(r.ok for r in results) and len(results) == 7, [r.detail for r in results if not r.ok]
+    plain, tilted = sliding.Trace.for_stream(321), sliding.Trace.for_stream(321)
+    _lora_ttt(False)(tokens, {"quantized_ttt": plain})
+    _lora_ttt(True)(tokens, {"quantized_ttt": tilted})
+    moved = (plain.nll - tilted.nll).abs()
+    assert (moved[[t - 1 for t in positions]] > 1e-3).all()
+    assert torch.equal(plain.nll[:24], tilted.nll[:24])  # before any context recurs
+    assert tilted.nll[24:40].mean() < plain.nll[24:40].mean() - 1.0
