@@ -20,9 +20,10 @@ from audits.legality.values import (
     as_read, computed, data_roots, enclosed, filled, has_data, keyed, kinds, loss_data, pick, substitute,
 )
 
-# What an attribute keeps wherever it is read: where data came from and what objects it holds.
+# What an attribute keeps wherever it is read: where data came from and what objects it holds
+# (a random generator, positions drawn at random, data read at them, among them).
 _FIELD_KINDS = {"val", "train", "gen", "filled", "state", "optim", "obj", "objref", "lossfn", "fn",
-                "flag"}
+                "flag", "rng", "random", "perm", "drawn"}
 
 
 @dataclasses.dataclass
