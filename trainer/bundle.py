@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import operator
 import sys
 from collections.abc import Mapping
@@ -45,6 +46,7 @@ TARGET_PYTHON = (3, 10)
 class Module:
     name: str
     tree: cst.Module
+    slim: cst.Module                      # the tree with _Slim applied, statement for statement
     deps: list[str]                       # trainer modules it imports, in source order
     imports: dict[str, list[str]]         # module -> names imported from it
     optional: dict[str, list[str]]        # same, for `try: from trainer.x import ...` guards
@@ -78,14 +80,14 @@ def build_bundle(source_dir: Path | None = None, settings: Mapping[str, Any] | N
             "from __future__ import annotations\n\n" + "\n".join(header_imports) + "\n\n"
             + "\n\n".join(sections).rstrip() + "\n")
     if fold is not None:
-        text, kept = _shake(text)
+        tree, kept = _shake(text)
         pins = fold.pins(kept)
         if PRESET in fold.settings:  # no fold reads it (presets apply before the settings
             # exist); checked first, so a run without its preset is told that first
             pins = {PRESET: fold.settings[PRESET], **pins}
         # Written minified, with short local names: the form the cap counts and the run hashes,
         # so the file ships no minifier (trainer.codesize counts a record bundle as it is).
-        text = shorten_locals(minify(_pin(text, pins)))
+        text = shorten_locals(minify(_pin(tree, pins)))
     try:
         ast.parse(text, feature_version=TARGET_PYTHON)
     except SyntaxError as exc:
@@ -167,11 +169,19 @@ def _guarded_import(stmt: cst.CSTNode, where: str) -> tuple[str, list[str]] | No
     return None
 
 
+@functools.lru_cache(maxsize=256)
+def _parse(source: str) -> tuple[cst.Module, cst.Module]:
+    """A module's tree and its slimmed tree. Trees are immutable, so one parse of a file's text
+    serves every bundle a process builds (the audit's probe builds two or more)."""
+    tree = cst.parse_module(source)
+    return tree, tree.visit(_Slim())
+
+
 def _read(source_dir: Path, name: str) -> Module:
     path = source_dir / f"{name}.py"
     where = f"{PACKAGE}/{name}.py"
-    tree = cst.parse_module(path.read_text(encoding="utf-8"))
-    module = Module(name, tree, [], {}, {})
+    tree, slim = _parse(path.read_text(encoding="utf-8"))
+    module = Module(name, tree, slim, [], {}, {})
     for stmt in tree.body:
         guarded = _guarded_import(stmt, where)
         if guarded is not None:
@@ -331,14 +341,14 @@ def _transform(module: Module, is_entry: bool, bundled: set[str], fold: _Fold | 
     where = f"{PACKAGE}/{module.name}.py"
     imports: list[cst.Import | cst.ImportFrom] = []
     kept: list[cst.BaseStatement] = []
-    body = list(module.tree.body)
-    if body and _docstring(body[0]) is not None:
+    body = list(zip(module.tree.body, module.slim.body, strict=True))
+    if body and _docstring(body[0][0]) is not None:
         body = body[1:]
-    for stmt in body:
+    for stmt, slim in body:
         guarded = _guarded_import(stmt, where)
         if guarded is not None:
             if guarded[0] not in bundled:  # absent from this build: keep the fallback assignments
-                kept.extend(s for s in stmt.handlers[0].body.body if not isinstance(s, cst.If))
+                kept.extend(s for s in slim.handlers[0].body.body if not isinstance(s, cst.If))
             continue
         if _is_main_guard(stmt) and not is_entry:
             continue
@@ -351,8 +361,8 @@ def _transform(module: Module, is_entry: bool, bundled: set[str], fold: _Fold | 
                     continue
                 imports.append(small)
             continue
-        kept.append(stmt)
-    tree = cst.Module(body=kept).visit(_Slim())
+        kept.append(slim)
+    tree = cst.Module(body=kept)
     if fold is not None:
         tree = tree.visit(fold)
     code = tree.code.strip("\n")
@@ -611,37 +621,45 @@ def _statements(block: cst.BaseSuite) -> list[cst.BaseStatement]:
     return [cst.SimpleStatementLine(body=block.body)]
 
 
-def _pin(code: str, read: Mapping[str, Any]) -> str:
+def _pin(tree: cst.Module, read: Mapping[str, Any]) -> str:
     """Write the settings the folds read into trainer.config's `PINNED = {}`, and keep only the
-    pinned preset's entry of its `PRESETS` (a run with another preset stops at the pin)."""
+    pinned preset's entry of its `PRESETS` (a run with another preset stops at the pin). Both are
+    top-level statements: only those are looked at."""
     value = cst.parse_expression(repr(dict(read)))
 
     def chosen(element: cst.BaseDictElement) -> bool:
         return (isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString)
                 and element.key.evaluated_value == read.get(PRESET))
 
-    class Pin(cst.CSTTransformer):
-        def leave_AnnAssign(self, original: cst.AnnAssign, updated: cst.AnnAssign) -> cst.AnnAssign:
-            if _dotted(updated.target) == "PINNED":
-                return updated.with_changes(value=value)
-            if _dotted(updated.target) == "PRESETS" and PRESET in read and isinstance(updated.value, cst.Dict):
-                return updated.with_changes(value=updated.value.with_changes(
-                    lbrace=cst.LeftCurlyBrace(), elements=[e.with_changes(comma=cst.MaybeSentinel.DEFAULT)
-                              for e in updated.value.elements if chosen(e)]))
-            return updated
+    def pinned(small: cst.BaseSmallStatement) -> cst.BaseSmallStatement:
+        if not isinstance(small, cst.AnnAssign):
+            return small
+        if _dotted(small.target) == "PINNED":
+            return small.with_changes(value=value)
+        if _dotted(small.target) == "PRESETS" and PRESET in read and isinstance(small.value, cst.Dict):
+            return small.with_changes(value=small.value.with_changes(
+                lbrace=cst.LeftCurlyBrace(), elements=[e.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                                                       for e in small.value.elements if chosen(e)]))
+        return small
 
-    return cst.parse_module(code).visit(Pin()).code
+    body = [stmt.with_changes(body=[pinned(s) for s in stmt.body])
+            if isinstance(stmt, cst.SimpleStatementLine) else stmt for stmt in tree.body]
+    return tree.with_changes(body=body).code
 
 
-def _shake(text: str) -> tuple[str, set[str]]:
+def _shake(text: str) -> tuple[cst.Module, set[str]]:
     """Drop the top-level functions, classes, assignments and imports nothing kept refers to;
-    returns the text and the names kept. Everything else is kept and refers to what it names:
+    returns the tree and the names kept. Everything else is kept and refers to what it names:
     statements with an effect, definitions decorated by more than PURE_DECORATORS (their
     decorators run), blocks under `if`/`try`."""
     tree = cst.parse_module(text)
+    # One `ast` statement per small statement of a line, one per compound statement: the same
+    # statements in the same order, read from one parse of the whole text.
+    statements = iter(ast.parse(text).body)
     units = []
     for stmt in tree.body:
-        nodes = ast.parse(tree.code_for_node(stmt)).body
+        count = len(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else 1
+        nodes = [next(statements) for _ in range(count)]
         binds: set[str] | None = set()
         for node in nodes:
             names = _binds(node)
@@ -662,7 +680,7 @@ def _shake(text: str) -> tuple[str, set[str]]:
                 needed |= uses
     kept_names = set().union(*((binds or set()) | defines
                                for (binds, _, defines), kept in zip(units, keep) if kept))
-    return tree.with_changes(body=[s for s, kept in zip(tree.body, keep) if kept]).code, kept_names
+    return tree.with_changes(body=[s for s, kept in zip(tree.body, keep) if kept]), kept_names
 
 
 def _binds(node: ast.stmt) -> set[str] | None:

@@ -62,10 +62,12 @@ def shorten_locals(source: str) -> str:
             edits[tok.start] = (len(tok.string), span[2][tok.string])
         if tok.type not in (token.NL, token.COMMENT):
             prev = tok
+    by_row: dict[int, list[tuple[int, int, str]]] = {}
+    for (row, col), (length, new) in edits.items():
+        by_row.setdefault(row, []).append((col, length, new))
     out = []
     for row, line in enumerate(lines, 1):
-        for (_, col), (length, new) in sorted(((k, v) for k, v in edits.items() if k[0] == row),
-                                              reverse=True):
+        for col, length, new in sorted(by_row.get(row, ()), reverse=True):  # right to left
             line = line[:col] + new + line[col + length:]
         out.append(line)
     return "".join(out)
