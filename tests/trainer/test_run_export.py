@@ -12,8 +12,10 @@ from trainer.compress import read_artifact
 from trainer_support import make_data_dir
 
 # The tiny preset, widened so the MLP matrices and the embedding are quantized (over 65,536
-# weights each) and GPTQ runs on Hessians from the run's training batches.
-SETTINGS = {"PRESET": "tiny", "MODEL_DIM": "136", "ITERATIONS": "6", "WARMUP_STEPS": "1"}
+# weights each) and GPTQ runs on Hessians from the run's training batches (half the preset's
+# batch: the same calibration, on fewer tokens).
+SETTINGS = {"PRESET": "tiny", "MODEL_DIM": "136", "ITERATIONS": "6", "WARMUP_STEPS": "1",
+            "TRAIN_BATCH_TOKENS": "2048"}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -27,7 +29,9 @@ def one_thread():
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
-    return make_data_dir(tmp_path_factory.mktemp("data"))
+    """4 validation documents: every phase runs (TTT on two chunks, LoRA TTT's two groups of
+    two documents) on less than half the tokens of 8."""
+    return make_data_dir(tmp_path_factory.mktemp("data"), num_val_docs=4)
 
 
 def _run(monkeypatch, data_dir, out):
