@@ -41,7 +41,10 @@ def one_line(text: str) -> str:
     return terminal(text, keep="")
 
 
-_SPECIAL = re.compile(r"[\\\[\]<>#|!*]")  # "_" inside words makes no emphasis: rule ids keep theirs
+_SPECIAL = re.compile(r"[\\\[\]<>#|!*]")
+# An underscore between two letters or digits opens and closes nothing (rule ids keep theirs
+# unescaped); any other may make emphasis or bold text (`__:__`).
+_EDGE_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")
 _LINKISH = re.compile(r"@(?=\w)|(?<=\w):(?=//)|(?i:\bwww)(?=\.)")
 _BACKTICKS = re.compile(r"`+")
 _TABLE_PIPE = re.compile(r"(?<!\\)((?:\\\\)*)\|")
@@ -85,6 +88,7 @@ def _table_safe(rendered: str) -> str:
 
 def _plain(text: str) -> str:
     text = _SPECIAL.sub(lambda m: "\\" + m.group(), text)
+    text = _EDGE_UNDERSCORE.sub(r"\\_", text)
     return _LINKISH.sub(lambda m: m.group() + _WORD_JOINER, text)
 
 

@@ -38,8 +38,12 @@ def test_markdown_makes_nothing_but_text_code_and_emphasis(text):
 
 
 def test_markdown_shows_the_text_and_keeps_its_code_spans():
-    message = "the import fails with `NameError: x` at __main__ (line 3)"
-    assert neutral.markdown(message) == message
+    message = "the import fails with `NameError: x` at __main__ (line 3), rule TTT_SCORE_AFTER_ADAPT"
+    # Unescaped, `__main__` renders as bold "main"; ids with underscores inside words stay as written.
+    assert neutral.markdown(message) == message.replace("__main__", "\\_\\_main\\_\\_")
+    rendered = COMMONMARK.render(neutral.markdown(message))
+    assert tags(rendered) == {"p", "code"}
+    assert html.unescape(re.sub(r"<[^>]+>", "", rendered)).strip() == message.replace("`", "")
     rendered = COMMONMARK.render(neutral.markdown("# Verdict: CLEAN ![i](http://e/i.png) <b>x</b> **y**"))
     plain = html.unescape(re.sub(r"<[^>]+>", "", rendered)).strip()
     assert plain == "# Verdict: CLEAN ![i](http:\u2060//e/i.png) <b>x</b> **y**"
