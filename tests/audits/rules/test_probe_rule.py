@@ -111,7 +111,7 @@ def test_a_folder_shipping_this_pgolf_bundle_is_really_probed(tmp_path, record):
 @pytest.mark.slow
 def test_the_frontier_bundle_is_probed_with_its_gates_and_lqer(tmp_path):
     """The frontier preset's train_gpt.py, compact form: probed with SmearGate, the attention
-    gate and LQER on, and the TTT mode it pins, and it passes."""
+    gate, LQER and the n-gram tilt on, and the TTT mode it pins, and it passes."""
     from trainer.bundle import build_bundle
     from trainer.codesize import compact_form, shipped_form
     from trainer.config import record_settings
@@ -126,24 +126,5 @@ def test_the_frontier_bundle_is_probed_with_its_gates_and_lqer(tmp_path):
     known = probe_check.known_hashes(source)
     for shipped in (compact_form(source).encode(), shipped_form(source)):
         assert known[hashlib.sha256(shipped).hexdigest()][1] == (
-            ("LQER_ENABLED", "1"), ("NGRAM_TILT_ENABLED", "0"), ("SMEAR_GATE_ENABLED", "1"),
+            ("LQER_ENABLED", "1"), ("NGRAM_TILT_ENABLED", "1"), ("SMEAR_GATE_ENABLED", "1"),
             ("SPARSE_ATTN_GATE_ENABLED", "1"), ("TTT_MODE", "lora"))
-
-
-@pytest.mark.slow
-def test_a_record_bundle_with_the_ngram_tilt_is_probed_with_it_on(tmp_path):
-    """The frontier with NGRAM_TILT_ENABLED=1, in the form `pgolf package` ships: probed with
-    the tilt on in every phase (its LoRA TTT included), and it passes."""
-    from trainer.bundle import build_bundle
-    from trainer.codesize import shipped_form
-    from trainer.config import record_settings
-    probe_check.probe_results.cache_clear()
-    source = build_bundle(settings=record_settings(load_config({"PRESET": "frontier",
-                                                                "NGRAM_TILT_ENABLED": "1"})))
-    shipped = shipped_form(source)
-    code, findings = _audit(_folder(tmp_path, shipped), "--probe")
-    assert code == 0, findings
-    assert [f["severity"] for f in findings] == ["INFO"]
-    assert "21 probes passed" in findings[0]["message"]
-    settings = probe_check.known_hashes(source)[hashlib.sha256(shipped).hexdigest()][1]
-    assert ("NGRAM_TILT_ENABLED", "1") in settings and ("TTT_MODE", "lora") in settings
