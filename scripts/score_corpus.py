@@ -29,7 +29,14 @@ import tempfile
 import time
 from pathlib import Path
 
-import pgolf_cli.audit_cmd  # noqa: F401  (loaded here once; every forked case starts with it)
+# The audit's modules (libcst and every rule) load where the command runs, not with it: loaded
+# here once, every forked case starts with them.
+import audits.api  # noqa: F401
+import audits.catalogue  # noqa: F401
+import audits.report  # noqa: F401
+import audits.waivers  # noqa: F401
+import pgolf_cli.audit_cmd  # noqa: F401
+import pgolf_cli.config  # noqa: F401
 from pgolf_cli import main as cli
 
 _FORK = multiprocessing.get_context("fork")

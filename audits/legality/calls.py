@@ -15,6 +15,7 @@ from audits.legality.values import (
     RELOCATED_KINDS, STAT, TARGET, TRAIN, Event, Site, Taint, as_read, data_roots, has_data, keyed, kinds,
     judged, loss_data, objref, pick, substitute,
 )
+from audits.submission import runsettings
 
 _SILENT = {"print", "super", "setattr", "delattr", "vars", "locals", "globals", "exec", "eval",
            "input", "format", "repr", "ord", "chr"}
@@ -263,7 +264,13 @@ def _env_flag(w, args: list[Arg]) -> Taint:
     if not isinstance(key, cst.SimpleString):
         return _env_named_by_caller(w, args)
     on = _default_on(w, args[1].node) if len(args) > 1 else None
-    return EMPTY if on is None else frozenset({("flag", key.evaluated_value, on)})
+    if on is None:
+        return EMPTY
+    flag = ("flag", key.evaluated_value, on)
+    default = w.p.literal(w.rel, args[1].node)
+    if isinstance(default, cst.SimpleString) and runsettings.mode_word(default.evaluated_value):
+        return frozenset({flag, ("mode", key.evaluated_value, default.evaluated_value)})
+    return frozenset({flag})
 
 
 def _default_on(w, node) -> bool | None:

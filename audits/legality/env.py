@@ -20,7 +20,7 @@ def without_loops(taint: Taint) -> Taint:
 def derived(taint: Taint) -> Taint:
     """A value computed from settings is no longer a setting (`ci == n_chunks - 1` is not a flag
     that is off by default because one of its inputs is)."""
-    return frozenset(label for label in taint if label[0] != "flag")
+    return frozenset(label for label in taint if label[0] not in ("flag", "mode"))
 
 
 def join(a: dict, b: dict) -> dict:

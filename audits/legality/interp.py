@@ -19,11 +19,12 @@ from audits.legality.values import (
     EMPTY, GRAD, HASH, INDICATOR, MODEL, NORM, OPTIM, PROB, STAT, TARGET, Event, Site, Taint,
     as_read, computed, data_roots, enclosed, filled, has_data, keyed, kinds, loss_data, pick, substitute,
 )
+from audits.submission import runsettings
 
 # What an attribute keeps wherever it is read: where data came from and what objects it holds
 # (a random generator, positions drawn at random, data read at them, among them).
 _FIELD_KINDS = {"val", "train", "gen", "filled", "state", "optim", "obj", "objref", "lossfn", "fn",
-                "flag", "rng", "random", "perm", "drawn"}
+                "flag", "mode", "rng", "random", "perm", "drawn"}
 
 
 @dataclasses.dataclass
@@ -564,6 +565,8 @@ class FunctionWalk:
             if len(test.comparisons) != 1:
                 return {}, {}
             comp = test.comparisons[0]
+            if isinstance(comp.comparator, cst.SimpleString):
+                return self.mode_requirements(test.left, comp)
             bound = syntax.number(comp.comparator)
             if bound is None:
                 return {}, {}
@@ -594,6 +597,22 @@ class FunctionWalk:
             flags = own or flags
         return ({label[1]: (True, label[2]) for label in flags},
                 {label[1]: (False, label[2]) for label in flags})
+
+    def mode_requirements(self, left: cst.BaseExpression, comp: cst.ComparisonTarget) -> tuple[dict, dict]:
+        """`mode == "max_conf"`, mode a setting whose default is a word: the branches need the
+        setting "NAME=max_conf" on or off, on by default where the default is that word."""
+        word = comp.comparator.evaluated_value
+        if not isinstance(comp.operator, (cst.Equal, cst.NotEqual)) or not runsettings.mode_word(word) or not word:
+            return {}, {}
+        taint = self.value(left)
+        on = runsettings.word_on(word)
+        if on is not None:  # `== "1"`, `== "0"`: the setting itself on or off
+            body = {name: (on, default) for _, name, default in kinds(taint, "flag")}
+            orelse = {name: (not on, default) for _, name, default in kinds(taint, "flag")}
+        else:
+            body = {f"{name}={word}": (True, default == word) for _, name, default in kinds(taint, "mode")}
+            orelse = {name: (False, default) for name, (_, default) in body.items()}
+        return (body, orelse) if isinstance(comp.operator, cst.Equal) else (orelse, body)
 
     def with_stmt(self, node: cst.With) -> None:
         for item in node.items:

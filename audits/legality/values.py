@@ -25,6 +25,8 @@ Labels are tuples whose first item is the kind:
   ("shift", NAME) ("span", lo, hi)   NAME[:, :-1] (previous positions) / the positions a slice keeps
   ("bits",) ("cls", key)         a loss divided by ln 2 / a class of the script, as a value
   ("flag", NAME, on)             a setting read from environment variable NAME; `on`: its default
+  ("mode", NAME, default)        a setting whose default is a word (`"linear"`), which tests
+                                 compare with others (`== "max_conf"`)
   ("gate", site, how)            read from the scored token: a "lookup" (table[target]) or a
                                  "compare" (target < k)
   ("bytes", site) ("gated", site)

@@ -12,6 +12,21 @@ from audits.submission import Submission
 
 _ASSIGN = re.compile(r"(?<![\w$.-])(?:export\s+)?([A-Z][A-Z0-9_]{2,})=(\"[^\"\n]*\"|'[^'\n]*'|[^\s;&|)`,]*)")
 _OFF = {"", "false", "no", "off", "none"}
+_ON = {"1", "true", "yes", "on"}
+_WORD = re.compile(r"[A-Za-z0-9_.+-]*")
+
+
+def mode_word(text) -> bool:
+    """A setting's value as a word a test compares with (`"max_conf"`, `"2"`, `""`): no spaces,
+    nothing that would read as part of another word."""
+    return isinstance(text, str) and len(text) <= 64 and _WORD.fullmatch(text) is not None
+
+
+def word_on(word: str) -> bool | None:
+    """Whether a setting's word reads as on (`"1"`, `"true"`) or off (`"0"`, `""`); None for
+    any other word (a mode)."""
+    word = word.strip().lower()
+    return True if word in _ON else False if word in _OFF or word == "0" else None
 
 
 def _is_off(value: str) -> bool:
@@ -26,22 +41,32 @@ def _is_off(value: str) -> bool:
 
 def turned_on(sub: Submission) -> dict[str, str]:
     """Setting name (as the environment spells it) -> where a run turned it on, for every setting
-    some log or launch line sets to a value that is not off (0, false, empty). A setting the logs'
-    hyperparameters print is as the logs show it: they are the runs, a README may describe others."""
+    some log or launch line sets to a value that is not off (0, false, empty); and "NAME=word"
+    for a value that is a word other than on or off (`BLEND_MODE=max_conf`: code under
+    `mode == "max_conf"` ran). A setting the logs' hyperparameters print is as the logs show it:
+    they are the runs, a README may describe others."""
     found: dict[str, str] = {}
     logged: set[str] = set()
     for log in sub.logs:
         for name, value in log.parsed.hparams.items():
             logged.add(name.upper())
             if not _is_off(str(value.value)):
-                found.setdefault(name.upper(), f"{log.rel}:{value.line} ({value.text})")
+                for key in _keys(name.upper(), str(value.value)):
+                    found.setdefault(key, f"{log.rel}:{value.line} ({value.text})")
     texts = sorted(sub.launch.items()) + ([("README.md", sub.readme)] if sub.readme else [])
     for rel, text in texts:
         for number, line in enumerate(text.splitlines(), 1):
             for name, value in _ASSIGN.findall(line):
                 if name not in logged and not _is_off(value):
-                    found.setdefault(name, f"{rel}:{number} ({name}={value})")
+                    for key in _keys(name, value):
+                        found.setdefault(key, f"{rel}:{number} ({name}={value})")
     return found
+
+
+def _keys(name: str, value: str) -> list[str]:
+    """The settings a value turns on: the name, and "NAME=word" where the value is a mode's word."""
+    word = value.strip().strip("\"'")
+    return [name, f"{name}={word}"] if mode_word(word) and word_on(word) is None else [name]
 
 
 def turned_off(sub: Submission) -> dict[str, str]:

@@ -156,6 +156,47 @@ def test_a_setting_compared_with_another_bound_is_read_at_its_default(tmp_path):
     assert {str(x.severity) for x in _slot_under(tmp_path / "d", "SLOT_ORDER >= 2", "3")} == {"FAIL"}
 
 
+def _slot_mode(tmp_path, test: str, default: str, **files):
+    """GATED with its test `if {test}:` on SLOT_MODE, a setting whose default is a word."""
+    source = GATED.replace("        if SLOT_ENABLED:\n", f"        if {test}:\n").replace(
+        'SLOT_ENABLED = bool(int(os.environ.get("SLOT_ENABLED", "0")))',
+        f'SLOT_MODE = os.environ.get("SLOT_MODE", "{default}")')
+    assert f"if {test}:" in source and "SLOT_MODE = os.environ" in source
+    return by_rule(audit_findings(write_folder(tmp_path, {"train_gpt.py": source, **files}),
+                                  only=frozenset({"SLOT"})), "SLOT")
+
+
+def test_a_setting_compared_with_a_word_runs_where_its_default_is_that_word(tmp_path):
+    f = _slot_mode(tmp_path / "a", 'SLOT_MODE == "delta"', "plain")
+    assert {str(x.severity) for x in f} == {"WARN"}
+    assert "only when SLOT_MODE=delta is set" in f[0].message
+    assert {str(x.severity) for x in _slot_mode(tmp_path / "b", 'SLOT_MODE == "delta"', "delta")} == {"FAIL"}
+    assert {str(x.severity) for x in _slot_mode(tmp_path / "c", 'SLOT_MODE != "delta"', "plain")} == {"FAIL"}
+    assert {str(x.severity) for x in _slot_mode(tmp_path / "d", 'SLOT_MODE != "delta"', "delta")} == {"WARN"}
+
+
+def test_a_run_that_sets_the_word_makes_it_count(tmp_path):
+    run = {"run.sh": "SLOT_MODE=delta torchrun --nproc_per_node=8 train_gpt.py\n"}
+    f = _slot_mode(tmp_path / "a", 'SLOT_MODE == "delta"', "plain", **run)
+    assert {str(x.severity) for x in f} == {"FAIL"}
+    assert "the run turned it on: run.sh:1 (SLOT_MODE=delta)" in f[0].message
+    log = {"train_seed42.log": "Hyperparameters:\n  slot_mode: delta\n  seed: 42\n" + _STEP}
+    assert {str(x.severity) for x in _slot_mode(tmp_path / "b", 'SLOT_MODE == "delta"', "plain", **log)} == {"FAIL"}
+    other = {"run.sh": "SLOT_MODE=sparse torchrun train_gpt.py\n"}  # another word: still not run
+    assert {str(x.severity) for x in _slot_mode(tmp_path / "c", 'SLOT_MODE == "delta"', "plain", **other)} == {"WARN"}
+
+
+def test_a_string_compared_with_one_or_zero_is_the_setting_on_or_off(tmp_path):
+    inline = 'os.environ.get("SLOT_ON", "0") == "1"'
+    f = _slot_mode(tmp_path / "a", inline, "plain")
+    assert {str(x.severity) for x in f} == {"WARN"}
+    assert "only when SLOT_ON is set" in f[0].message
+    run = {"run.sh": "SLOT_ON=1 torchrun train_gpt.py\n"}
+    assert {str(x.severity) for x in _slot_mode(tmp_path / "b", inline, "plain", **run)} == {"FAIL"}
+    off_default_on = 'os.environ.get("SLOT_ON", "1") != "0"'
+    assert {str(x.severity) for x in _slot_mode(tmp_path / "c", off_default_on, "plain")} == {"FAIL"}
+
+
 # The gated loop announces itself: a line that only the code behind `if SLOT_ENABLED:` prints.
 _ANNOUNCE = '            print(f"slot: optimizing a delta, steps={SLOT_STEPS} lr={SLOT_LR}")\n'
 ANNOUNCED = GATED.replace("        if SLOT_ENABLED:\n", "        if SLOT_ENABLED:\n" + _ANNOUNCE)
