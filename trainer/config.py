@@ -31,9 +31,10 @@ def knob(default: Any, doc: str, choices: tuple[str, ...] = ()) -> Any:
 class Config:
     # ---- run and data ----------------------------------------------------------------------
     preset: str = knob("record", "Overrides applied before the environment: record (the 2026-04-09 "
-                       "stack), frontier (record + the 2026-04-27 record's gates, LQER and "
-                       "quantization groups), baseline (the challenge's naive baseline shape), "
-                       "tiny (CPU tests, demo).", ("record", "frontier", "baseline", "tiny"))
+                       "stack), frontier (record + the 2026-04-27 record's gates, LQER, "
+                       "quantization groups, two lanes and LoRA TTT, and the n-gram tilt), "
+                       "baseline (the challenge's naive baseline shape), tiny (CPU tests, demo).",
+                       ("record", "frontier", "baseline", "tiny"))
     data_dir: str = knob("./data/", "Root of the challenge's data layout; DATA_PATH and TOKENIZER_PATH "
                          "default to datasets/fineweb10B_sp{VOCAB_SIZE}/ and "
                          "tokenizers/fineweb_{VOCAB_SIZE}_bpe.model under it.")
