@@ -606,11 +606,13 @@ class FunctionWalk:
             return {}, {}
         taint = self.value(left)
         on = runsettings.word_on(word)
-        if on is not None:  # `== "1"`, `== "0"`: the setting itself on or off
+        modes = kinds(taint, "mode")
+        if on is not None and all(runsettings.word_on(default) is not None for _, _, default in modes):
+            # `== "1"`, `== "0"` where the default reads as on or off: the setting itself on or off
             body = {name: (on, default) for _, name, default in kinds(taint, "flag")}
             orelse = {name: (not on, default) for _, name, default in kinds(taint, "flag")}
         else:
-            body = {f"{name}={word}": (True, default == word) for _, name, default in kinds(taint, "mode")}
+            body = {f"{name}={word}": (True, default == word) for _, name, default in modes}
             orelse = {name: (False, default) for name, (_, default) in body.items()}
         return (body, orelse) if isinstance(comp.operator, cst.Equal) else (orelse, body)
 

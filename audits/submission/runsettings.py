@@ -42,9 +42,9 @@ def _is_off(value: str) -> bool:
 def turned_on(sub: Submission) -> dict[str, str]:
     """Setting name (as the environment spells it) -> where a run turned it on, for every setting
     some log or launch line sets to a value that is not off (0, false, empty); and "NAME=word"
-    for a value that is a word other than on or off (`BLEND_MODE=max_conf`: code under
-    `mode == "max_conf"` ran). A setting the logs' hyperparameters print is as the logs show it:
-    they are the runs, a README may describe others."""
+    for a value that is a word (`BLEND_MODE=max_conf`: code under `mode == "max_conf"` ran). A
+    setting the logs' hyperparameters print is as the logs show it: they are the runs, a README
+    may describe others."""
     found: dict[str, str] = {}
     logged: set[str] = set()
     for log in sub.logs:
@@ -64,9 +64,9 @@ def turned_on(sub: Submission) -> dict[str, str]:
 
 
 def _keys(name: str, value: str) -> list[str]:
-    """The settings a value turns on: the name, and "NAME=word" where the value is a mode's word."""
+    """The settings a value turns on: the name, and "NAME=word" where the value is a word."""
     word = value.strip().strip("\"'")
-    return [name, f"{name}={word}"] if mode_word(word) and word_on(word) is None else [name]
+    return [name, f"{name}={word}"] if mode_word(word) else [name]
 
 
 def turned_off(sub: Submission) -> dict[str, str]:

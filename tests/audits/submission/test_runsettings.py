@@ -195,6 +195,10 @@ def test_a_string_compared_with_one_or_zero_is_the_setting_on_or_off(tmp_path):
     assert {str(x.severity) for x in _slot_mode(tmp_path / "b", inline, "plain", **run)} == {"FAIL"}
     off_default_on = 'os.environ.get("SLOT_ON", "1") != "0"'
     assert {str(x.severity) for x in _slot_mode(tmp_path / "c", off_default_on, "plain")} == {"FAIL"}
+    # a default that is another word: "1" is then one of its words, not the setting on
+    assert {str(x.severity) for x in _slot_mode(tmp_path / "d", 'SLOT_MODE == "1"', "auto")} == {"WARN"}
+    run = {"run.sh": "SLOT_MODE=1 torchrun train_gpt.py\n"}
+    assert {str(x.severity) for x in _slot_mode(tmp_path / "e", 'SLOT_MODE == "1"', "auto", **run)} == {"FAIL"}
 
 
 # The gated loop announces itself: a line that only the code behind `if SLOT_ENABLED:` prints.
