@@ -600,7 +600,8 @@ class FunctionWalk:
 
     def mode_requirements(self, left: cst.BaseExpression, comp: cst.ComparisonTarget) -> tuple[dict, dict]:
         """`mode == "max_conf"`, mode a setting whose default is a word: the branches need the
-        setting "NAME=max_conf" on or off, on by default where the default is that word."""
+        setting "NAME=max_conf" on or off, on by default where the default is that word. Against
+        `"1"` or `"0"`, with a default that reads as on or off, the setting itself on or off."""
         word = comp.comparator.evaluated_value
         if not isinstance(comp.operator, (cst.Equal, cst.NotEqual)) or not runsettings.mode_word(word) or not word:
             return {}, {}
