@@ -611,7 +611,7 @@ class FunctionWalk:
         if on is not None and all(runsettings.word_on(default) is not None for _, _, default in modes):
             # `== "1"`, `== "0"` where the default reads as on or off: the setting itself on or off
             body = {name: (on, default) for _, name, default in kinds(taint, "flag")}
-            orelse = {name: (not on, default) for _, name, default in kinds(taint, "flag")}
+            orelse = {name: (not on, default) for name, (_, default) in body.items()}
         else:
             body = {f"{name}={word}": (True, default == word) for _, name, default in modes}
             orelse = {name: (False, default) for name, (_, default) in body.items()}

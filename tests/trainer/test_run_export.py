@@ -9,7 +9,6 @@ import trainer.artifact
 from audits.submission.logparse import parse_log
 from trainer import main as entry
 from trainer.compress import read_artifact
-from trainer_support import make_data_dir
 
 # The tiny preset, widened so the MLP matrices and the embedding are quantized (over 65,536
 # weights each) and GPTQ runs on Hessians from the run's training batches (half the preset's
@@ -27,23 +26,16 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory):
-    """4 validation documents: every phase runs (TTT on two chunks, LoRA TTT's two groups of
-    two documents) on less than half the tokens of 8."""
-    return make_data_dir(tmp_path_factory.mktemp("data"), num_val_docs=4)
-
-
-def _run(monkeypatch, data_dir, out):
-    for name, value in {**SETTINGS, "DATA_DIR": str(data_dir), "OUT_DIR": str(out)}.items():
+def _run(monkeypatch, small_data_dir, out):
+    for name, value in {**SETTINGS, "DATA_DIR": str(small_data_dir), "OUT_DIR": str(out)}.items():
         monkeypatch.setenv(name, value)
     entry.main()
     return (out / "train.log").read_text()
 
 
 @pytest.mark.slow
-def test_a_run_ends_with_the_artifact_and_its_scores(monkeypatch, data_dir, tmp_path):
-    text = _run(monkeypatch, data_dir, tmp_path)
+def test_a_run_ends_with_the_artifact_and_its_scores(monkeypatch, small_data_dir, tmp_path):
+    text = _run(monkeypatch, small_data_dir, tmp_path)
     log = parse_log(text)
     assert re.search(r"^GPTQ:collected 13 Hessians in [\d.]+s \(4 batches; no wallclock budget\)$",
                      text, re.M)
@@ -65,10 +57,10 @@ def test_a_run_ends_with_the_artifact_and_its_scores(monkeypatch, data_dir, tmp_
     assert log.total_eval_time_ms is not None
 
 
-def test_a_model_no_pruning_can_fit_stops_before_training(monkeypatch, data_dir, tmp_path, capsys):
+def test_a_model_no_pruning_can_fit_stops_before_training(monkeypatch, small_data_dir, tmp_path, capsys):
     monkeypatch.setattr(trainer.artifact, "CAP_BYTES", 3_000)
     with pytest.raises(SystemExit) as info:
-        _run(monkeypatch, data_dir, tmp_path)
+        _run(monkeypatch, small_data_dir, tmp_path)
     assert info.value.code == 2  # bad input: one line, as every TrainerError
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and re.match(r"train_gpt: even with every quantized weight at zero the "
@@ -79,7 +71,7 @@ def test_a_model_no_pruning_can_fit_stops_before_training(monkeypatch, data_dir,
 
 
 @pytest.mark.slow
-def test_a_run_with_the_frontier_techniques_ends_with_a_corrected_artifact(monkeypatch, data_dir,
+def test_a_run_with_the_frontier_techniques_ends_with_a_corrected_artifact(monkeypatch, small_data_dir,
                                                                           tmp_path):
     """The frontier preset's techniques on the tiny model: the gates train, LQER's factors are
     in the artifact and folded back when it is scored, the embedding is int7."""
@@ -89,7 +81,7 @@ def test_a_run_with_the_frontier_techniques_ends_with_a_corrected_artifact(monke
     for name, value in PRESETS["frontier"].items():
         if name.upper() in techniques:
             monkeypatch.setenv(name.upper(), str(value))
-    text = _run(monkeypatch, data_dir, tmp_path)
+    text = _run(monkeypatch, small_data_dir, tmp_path)
     log = parse_log(text)
     assert re.search(r"^  gptq int7: tok_emb\.weight$", text, re.M)
     assert re.search(r"^lqer:rank 4 corrections of \S+, \S+, \S+ \(\d[\d,]* values\)", text, re.M)
@@ -102,14 +94,14 @@ def test_a_run_with_the_frontier_techniques_ends_with_a_corrected_artifact(monke
 
 
 @pytest.mark.slow
-def test_a_run_with_lora_ttt_adapts_to_the_documents_it_scores(monkeypatch, data_dir, tmp_path):
+def test_a_run_with_lora_ttt_adapts_to_the_documents_it_scores(monkeypatch, small_data_dir, tmp_path):
     """TTT_MODE=lora in the run loop: the validation documents adapted in two groups with an
     SGD phase between them; a barely trained model learns a lot from the chunks it scored."""
     for name, value in {"TTT_MODE": "lora", "TTT_LORA_CHUNK_TOKENS": "32", "TTT_LORA_RANK": "4",
                         "TTT_LORA_LR": "0.003", "TTT_LORA_BATCH_DOCS": "4", "TTT_PHASES": "1",
                         "TTT_PHASE_DOCS": "2", "TTT_LR": "0.001", "TTT_EPOCHS": "1"}.items():
         monkeypatch.setenv(name, value)
-    text = _run(monkeypatch, data_dir, tmp_path)
+    text = _run(monkeypatch, small_data_dir, tmp_path)
     log = parse_log(text)
     assert re.search(r"^ttt_lora:start docs=\d+ groups=2 rank=4 ", text, re.M)
     assert re.search(r"^ttt_lora:sgd 1/1 positions=0\.\.\d+ ", text, re.M)

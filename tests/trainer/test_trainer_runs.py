@@ -16,7 +16,7 @@ from trainer.config import load_config, record_settings
 from trainer.data import load_validation_bytes, load_validation_tokens
 from trainer.model import GPT
 from trainer.shards import shard_paths, write_shard
-from trainer_support import clean_env, make_data_dir, run_trainer
+from trainer_support import clean_env, run_trainer
 
 STEPS = 20
 # The runs compared step for step need only a few steps to tell two programs apart (each of steps
@@ -26,13 +26,6 @@ SAME_STEPS = 6
 # batch (each of the 8 micro-batches still 2 sequences) and one warmup step per graph instead of
 # two (the warmup still runs, then the start is restored).
 CHEAP = {"TRAIN_BATCH_TOKENS": "2048", "WARMUP_STEPS": "1"}
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory):
-    """The sample corpus as shards with 4 validation documents (3,968 tokens, two TTT chunks of
-    2,048): every evaluation phase runs, on less than half the tokens of the shared data_dir."""
-    return make_data_dir(tmp_path_factory.mktemp("data"), num_val_docs=4)
 
 
 def _losses(log_text):
@@ -45,10 +38,10 @@ def _sets(**settings) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def bundled_run(data_dir, tmp_path_factory):
+def bundled_run(small_data_dir, tmp_path_factory):
     """`pgolf train` with the tiny preset: bundle into the run folder, run that file."""
     cwd = tmp_path_factory.mktemp("cwd")
-    result = run_trainer(["-m", "pgolf_cli", "train", "--preset", "tiny", "--data-dir", str(data_dir),
+    result = run_trainer(["-m", "pgolf_cli", "train", "--preset", "tiny", "--data-dir", str(small_data_dir),
                           *_sets(ITERATIONS=STEPS, **CHEAP), "--out", "run"], clean_env(), cwd=cwd)
     assert result.returncode == 0, result.stderr[-3000:]
     return cwd
@@ -80,10 +73,10 @@ def test_loss_falls(bundled_run):
 
 
 @pytest.mark.slow
-def test_the_ngram_tilt_changes_the_scores_and_nothing_before_them(bundled_run, data_dir, tmp_path):
+def test_the_ngram_tilt_changes_the_scores_and_nothing_before_them(bundled_run, small_data_dir, tmp_path):
     """The same run with the n-gram tilt on (order 4: the sample's verses repeat short phrases):
     training and its pre-quantization score are the same, every scored phase differs."""
-    result = run_trainer(["-m", "pgolf_cli", "train", "--preset", "tiny", "--data-dir", str(data_dir),
+    result = run_trainer(["-m", "pgolf_cli", "train", "--preset", "tiny", "--data-dir", str(small_data_dir),
                           *_sets(ITERATIONS=STEPS, **CHEAP, NGRAM_TILT_ENABLED=1, NGRAM_TILT_ORDER=4),
                           "--out", "run"], clean_env(), cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -96,8 +89,8 @@ def test_the_ngram_tilt_changes_the_scores_and_nothing_before_them(bundled_run, 
 
 
 @pytest.mark.slow
-def test_bundle_and_package_give_the_same_losses(bundled_run, data_dir, tmp_path):
-    env = clean_env(PRESET="tiny", DATA_DIR=data_dir, ITERATIONS=STEPS, OUT_DIR=tmp_path, **CHEAP)
+def test_bundle_and_package_give_the_same_losses(bundled_run, small_data_dir, tmp_path):
+    env = clean_env(PRESET="tiny", DATA_DIR=small_data_dir, ITERATIONS=STEPS, OUT_DIR=tmp_path, **CHEAP)
     result = run_trainer(["-m", "trainer"], env)
     assert result.returncode == 0, result.stderr[-3000:]
     package = _losses((tmp_path / "train.log").read_text())
@@ -106,7 +99,7 @@ def test_bundle_and_package_give_the_same_losses(bundled_run, data_dir, tmp_path
 
 
 @pytest.mark.slow
-def test_record_bundle_trains_like_the_full_one(bundled_run, data_dir, tmp_path):
+def test_record_bundle_trains_like_the_full_one(bundled_run, small_data_dir, tmp_path):
     """The record bundle for the run's settings (what `pgolf train` writes on a GPU machine),
     with its folds, its extras left out and its settings pinned, gives the same losses in
     training and in every phase of the export's evaluation."""
@@ -114,7 +107,7 @@ def test_record_bundle_trains_like_the_full_one(bundled_run, data_dir, tmp_path)
     text = write_bundle(script, settings=record_settings(load_config(
         {"PRESET": "tiny", "ITERATIONS": str(STEPS), **CHEAP})))
     assert len(text) < len((bundled_run / "run" / "train_gpt.py").read_text())
-    env = clean_env(PRESET="tiny", DATA_DIR=data_dir, ITERATIONS=STEPS, OUT_DIR=tmp_path, **CHEAP)
+    env = clean_env(PRESET="tiny", DATA_DIR=small_data_dir, ITERATIONS=STEPS, OUT_DIR=tmp_path, **CHEAP)
     result = run_trainer([str(script)], env)
     assert result.returncode == 0, result.stderr[-3000:]
     record = (tmp_path / "train.log").read_text()
@@ -145,7 +138,7 @@ LATER_ON = {"TRAIN_SEQ_SCHEDULE": "64@0.5", "AWQ_GROUPS": "1", "AWQ_GROUP_SIZE":
     (FRONTIER_ON, ("class SmearGate(", "def lqer_corrections("), ()),
     (LATER_ON, ("def seq_stages(", "def salient_groups("), ()),
 ], ids=["features_off", "frontier_on", "later_on"])
-def test_record_bundle_trains_like_the_package(data_dir, tmp_path, features, shipped, left_out):
+def test_record_bundle_trains_like_the_package(small_data_dir, tmp_path, features, shipped, left_out):
     """Every fold either way, and the minified file with its shortened names, run the package's
     code: the same losses and val_bpb."""
     settings = {"PRESET": "tiny", "ITERATIONS": str(SAME_STEPS), **CHEAP, **features}
@@ -155,7 +148,7 @@ def test_record_bundle_trains_like_the_package(data_dir, tmp_path, features, shi
     assert all(d in text for d in shipped) and not any(d in text for d in left_out)
     logs = []
     for out, args in ((tmp_path / "record", [str(script)]), (tmp_path / "package", ["-m", "trainer"])):
-        result = run_trainer(args, clean_env(DATA_DIR=data_dir, OUT_DIR=out, **settings))
+        result = run_trainer(args, clean_env(DATA_DIR=small_data_dir, OUT_DIR=out, **settings))
         assert result.returncode == 0, result.stderr[-3000:]
         logs.append((out / "train.log").read_text())
     record, package = (_losses(log) for log in logs)
@@ -169,7 +162,7 @@ def test_record_bundle_trains_like_the_package(data_dir, tmp_path, features, shi
 
 
 @pytest.mark.slow
-def test_two_gloo_processes_train_like_one(data_dir, tmp_path):
+def test_two_gloo_processes_train_like_one(small_data_dir, tmp_path):
     """World 2 with 4 accumulation steps reaches the same weights as world 1 with 8: DDP
     averaging, the Muon split and the loader's rank slices agree."""
     finals = []
@@ -177,7 +170,7 @@ def test_two_gloo_processes_train_like_one(data_dir, tmp_path):
                      ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "trainer"]):
         out = tmp_path / str(len(finals))
         # The tiny preset's batch: at half of it, 6 steps do not bring the loss under 6.5.
-        env = clean_env(PRESET="tiny", DATA_DIR=data_dir, ITERATIONS=6, OUT_DIR=out, PREQUANT_ONLY=1,
+        env = clean_env(PRESET="tiny", DATA_DIR=small_data_dir, ITERATIONS=6, OUT_DIR=out, PREQUANT_ONLY=1,
                         WARMUP_STEPS=CHEAP["WARMUP_STEPS"])
         result = run_trainer(launcher, env)
         assert result.returncode == 0, result.stderr[-3000:]
@@ -210,10 +203,10 @@ def run_main_in_process(env: dict[str, str], monkeypatch, capsys) -> tuple[int, 
     ({"TRAIN_BATCH_TOKENS": "1000"}, "TRAIN_BATCH_TOKENS=1000 must be a multiple of 8"),
     ({"VOCAB_SIZE": "2048", "TOKENIZER_PATH": "TOKENIZER"}, "has 1024 pieces but VOCAB_SIZE=2048"),
 ])
-def test_bad_input_stops_in_one_line(data_dir, tmp_path, settings, message, monkeypatch, capsys):
-    settings = {k: v.replace("TOKENIZER", str(data_dir / "tokenizers" / "fineweb_1024_bpe.model"))
+def test_bad_input_stops_in_one_line(small_data_dir, tmp_path, settings, message, monkeypatch, capsys):
+    settings = {k: v.replace("TOKENIZER", str(small_data_dir / "tokenizers" / "fineweb_1024_bpe.model"))
                 for k, v in settings.items()}
-    env = clean_env(PRESET="tiny", DATA_PATH=data_dir / "datasets" / "fineweb10B_sp1024",
+    env = clean_env(PRESET="tiny", DATA_PATH=small_data_dir / "datasets" / "fineweb10B_sp1024",
                     OUT_DIR=tmp_path / "out", **settings)
     status, stderr = run_main_in_process(env, monkeypatch, capsys)
     assert status == 2
@@ -221,14 +214,14 @@ def test_bad_input_stops_in_one_line(data_dir, tmp_path, settings, message, monk
     assert not (tmp_path / "out").exists()
 
 
-def test_malformed_shard_stops_in_one_line(data_dir, tmp_path, monkeypatch, capsys):
+def test_malformed_shard_stops_in_one_line(small_data_dir, tmp_path, monkeypatch, capsys):
     dataset = tmp_path / "datasets" / "fineweb10B_sp1024"
     dataset.mkdir(parents=True)
-    for shard in (data_dir / "datasets" / "fineweb10B_sp1024").iterdir():
+    for shard in (small_data_dir / "datasets" / "fineweb10B_sp1024").iterdir():
         (dataset / shard.name).write_bytes(shard.read_bytes())
     broken = dataset / "fineweb_train_000000.bin"
     broken.write_bytes(broken.read_bytes()[:-1])
-    env = clean_env(PRESET="tiny", DATA_PATH=dataset, TOKENIZER_PATH=data_dir / "tokenizers" /
+    env = clean_env(PRESET="tiny", DATA_PATH=dataset, TOKENIZER_PATH=small_data_dir / "tokenizers" /
                     "fineweb_1024_bpe.model", OUT_DIR=tmp_path / "out")
     status, stderr = run_main_in_process(env, monkeypatch, capsys)
     assert status == 2 and stderr.count("\n") == 1
@@ -236,8 +229,8 @@ def test_malformed_shard_stops_in_one_line(data_dir, tmp_path, monkeypatch, caps
 
 
 @pytest.mark.slow
-def test_divergence_stops_the_run(data_dir, tmp_path):
-    env = clean_env(PRESET="tiny", DATA_DIR=data_dir, ITERATIONS=20, MATRIX_LR="1e30",
+def test_divergence_stops_the_run(small_data_dir, tmp_path):
+    env = clean_env(PRESET="tiny", DATA_DIR=small_data_dir, ITERATIONS=20, MATRIX_LR="1e30",
                     OUT_DIR=tmp_path)
     result = run_trainer(["-m", "trainer"], env)
     assert result.returncode == 2 and result.stderr.count("\n") == 1
