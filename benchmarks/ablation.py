@@ -50,11 +50,11 @@ TECHNIQUES = {
     "lanes": ("parallel_lanes", "parallel_residual_start"),
     "lora_ttt": ("ttt_mode", "sliding_window_enabled"),
     "ngram_tilt": ("ngram_tilt_enabled",),
+    "progressive": ("train_seq_schedule",),
 }
 # Techniques built but off in the frontier preset, with the values their records ran.
 EXTRAS = {
     "awq": {"AWQ_GROUPS": "1"},                                          # PR #1908
-    "progressive": {"TRAIN_SEQ_SCHEDULE": "1024@0.1"},                   # PR #2014, at 2,048
 }
 RECORD_SCRIPT = "record_script"
 

@@ -127,8 +127,8 @@ FEATURES_OFF = {"TTT_ENABLED": "0", "SLIDING_WINDOW_ENABLED": "0", "GPTQ_ENABLED
 # lanes) at tiny sizes.
 FRONTIER_ON = {"SMEAR_GATE_ENABLED": "1", "SPARSE_ATTN_GATE_ENABLED": "1", "LQER_ENABLED": "1",
                "MUON_NS_COEFFS": "polar_express", "PARALLEL_LANES": "1"}
-# Techniques off in every preset: progressive context (the tiny preset trains at 128 tokens) and
-# AWQ-lite.
+# Progressive context (the frontier's, at the tiny preset's 128 tokens) and AWQ-lite (off in every
+# preset).
 LATER_ON = {"TRAIN_SEQ_SCHEDULE": "64@0.5", "AWQ_GROUPS": "1", "AWQ_GROUP_SIZE": "16"}
 
 
