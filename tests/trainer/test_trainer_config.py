@@ -85,6 +85,10 @@ def test_environment_values_are_parsed_by_type():
     ({"TRAIN_SEQ_SCHEDULE": "1000@0.5"}, "each length must be shorter than TRAIN_SEQ_LEN=2048 and "
                                          "divide it"),
     ({"TRAIN_SEQ_SCHEDULE": "256@0.1,512@0.2,1024@0.3"}, "at most two stages before TRAIN_SEQ_LEN"),
+    # The frontier's schedule at a shorter context: the message says how to train without it.
+    ({"PRESET": "frontier", "TRAIN_SEQ_LEN": "1024"}, "TRAIN_SEQ_SCHEDULE='1024@0.1': each length must "
+     "be shorter than TRAIN_SEQ_LEN=1024 and divide it (TRAIN_SEQ_SCHEDULE= trains at TRAIN_SEQ_LEN "
+     "throughout)"),
 ])
 def test_bad_settings_stop_with_one_line(env, message):
     with pytest.raises(TrainerError) as info:
