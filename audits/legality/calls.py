@@ -364,6 +364,10 @@ def method_call(w, node: cst.Call, func: cst.Attribute, args: list[Arg]) -> Tain
     site = w.site(node)
     if name in apis.SIZE_METHODS:
         return EMPTY
+    if name not in _PROTOCOL_METHODS:  # `sampler.sample(...)` of the script's own class: what it
+        own = _own_methods(w, receiver_node, receiver, name)  # does, not what the name usually means
+        if own:
+            return _run_methods(w, node, own, args, receiver, receiver_node, union)
     if name == "backward":
         w.grad |= receiver
         w.emit(Event("backward", site, receiver))
@@ -463,13 +467,7 @@ def method_call(w, node: cst.Call, func: cst.Attribute, args: list[Arg]) -> Tain
         return EMPTY
     candidates = _methods(w, receiver_node, receiver, name)
     if candidates:
-        result = EMPTY
-        for fn in candidates:
-            result |= apply(w, node, fn, args, receiver=receiver, receiver_node=receiver_node)
-        if any(fn.is_module_method for fn in candidates):
-            result |= {MODEL, ("out", site)} | objref(receiver)
-            _model_called(w, node, union)
-        return result
+        return _run_methods(w, node, candidates, args, receiver, receiver_node, union)
     held = frozenset(label for label in w.a.fields.get(name, EMPTY)
                      if label[0] == "obj" and label[2] in w.p.classes)
     if held:  # `self.smear(x, mask)`: a module of the script kept in an attribute runs its forward
@@ -515,6 +513,37 @@ def _whole_state(w, args: list[Arg]) -> bool:
             return False
     strict = _arg(args, 1, "strict")
     return strict is None or not (isinstance(strict.node, cst.Name) and strict.node.value == "False")
+
+
+# Methods whose meaning the analysis reads from the call itself, whoever defines them: training's
+# protocol (an optimizer class of the script keeps its `step` too: the update is the step).
+_PROTOCOL_METHODS = {"backward", "zero_grad", "parameters", "named_parameters", "requires_grad_",
+                     "load_state_dict", *apis.HOOK_METHODS, *apis.SERIALIZE_METHODS}
+
+
+def _run_methods(w, node: cst.Call, methods: list[Function], args: list[Arg], receiver: Taint,
+                 receiver_node, union: Taint) -> Taint:
+    result = EMPTY
+    for fn in methods:
+        result |= apply(w, node, fn, args, receiver=receiver, receiver_node=receiver_node)
+    if any(fn.is_module_method for fn in methods):
+        result |= {MODEL, ("out", w.site(node))} | objref(receiver)
+        _model_called(w, node, union)
+    return result
+
+
+def _own_methods(w, receiver_node, receiver: Taint, name: str) -> list[Function]:
+    """The methods `obj.name(...)` runs where `obj` is `self` or an object made from a class of
+    the script (not an optimizer's): the class's own."""
+    if isinstance(receiver_node, cst.Name) and receiver_node.value in ("self", "cls") \
+            and w.fn.cls is not None:
+        own = _class_method(w, w.fn.cls, name)
+        if own is not None:
+            return [] if w.fn.cls.is_optimizer else [own]
+    classes = [w.p.classes[label[2]] for label in kinds(receiver, "obj") if label[2] in w.p.classes]
+    if any(info.is_optimizer for info in classes):
+        return []
+    return [m for m in (_class_method(w, info, name) for info in classes) if m is not None]
 
 
 def _methods(w, receiver_node, receiver: Taint, name: str) -> list[Function]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rewrites import comments, loops, names, optimizers, settings, sibling, wrappers
+from rewrites import comments, loops, methods, names, optimizers, settings, sibling, wrappers
 
 Files = dict[str, bytes]
 Rewrite = Callable[[Files], "Files | None"]
@@ -24,6 +24,7 @@ REWRITES: dict[str, Rewrite] = {
     "wrap_packed_latin1": wrappers.packed_latin1,
     "wrap_linecache": wrappers.linecache_exec,
     "sibling_module": sibling.move_functions,
+    "methods": methods.to_methods,
     "optimizer_swap": optimizers.swap,
     "hand_update": optimizers.hand_written,
     "for_to_while": loops.for_to_while,

@@ -167,6 +167,12 @@ def test_the_sibling_module_holds_the_functions_and_the_script_imports_them():
     assert 'SLOT_ENABLED = bool(int(os.environ.get("SLOT_ENABLED", "1")))' in helpers
 
 
+def test_the_methods_rewrite_calls_each_function_through_an_object():
+    script = REWRITES["methods"](_program())["train_gpt.py"].decode()
+    assert "def slot_delta(self_, window, steps=1):" in script and "_slot_delta_.slot_delta(window" in script
+    assert "\ndef " not in script and "class NgramTable:" in script
+
+
 def test_a_rewrite_that_does_not_apply_says_so():
     files = {"train_gpt.py": b"print(1)\n", "README.md": b"x\n"}
     for name in ("optimizer_swap", "hand_update", "for_to_while", "while_to_for", "comprehension_to_loop",
