@@ -564,6 +564,19 @@ def _methods(w, receiver_node, receiver: Taint, name: str) -> list[Function]:
     return w.p.methods.get(name, [])
 
 
+def bound_method(w, receiver: Taint, name: str) -> Taint:
+    """`obj.name` read, not called, where `obj` is an object of a class of the script whose
+    `name` is a plain method (not a module's, whose call runs its forward, nor an optimizer's):
+    the object, marked with that method, which runs with the object as its first parameter."""
+    classes = [w.p.classes[label[2]] for label in kinds(receiver, "obj") if label[2] in w.p.classes]
+    methods = [m for m in (_class_method(w, info, name) for info in classes) if m is not None]
+    if any(m.cls.is_module or m.cls.is_optimizer for m in methods):
+        return EMPTY
+    for fn in methods:
+        w.reach(fn.key)
+    return receiver | frozenset(("bound", fn.key) for fn in methods) if methods else EMPTY
+
+
 def _class_method(w, cls: ClassInfo, name: str, depth: int = 0) -> Function | None:
     if name in cls.methods:
         return cls.methods[name]
@@ -582,6 +595,12 @@ def value_call(w, node: cst.Call, callee: Taint, args: list[Arg]) -> Taint:
     union = _union(args)
     result = EMPTY
     resolved = False
+    bound = kinds(callee, "bound")
+    if bound:  # a method read off its object (`bound_method`): it runs with that object as `self`
+        receiver = frozenset(label for label in callee if label[0] not in ("fn", "bound"))
+        for label in bound:
+            result |= apply(w, node, _function(w, label[1]), args, receiver=receiver)
+        return result
     outer = _outermost(callee)
     for label in callee:
         if label[0] == "obj" and label not in outer:
@@ -738,13 +757,16 @@ def _callbacks(w, node: cst.Call, args: list[Arg]) -> None:
     arguments that follow it."""
     for k, arg in enumerate(args):
         for label in arg.taint:
-            if label[0] != "fn" or arg.keyword is not None:
+            if label[0] not in ("fn", "bound") or arg.keyword is not None:
                 continue
             fn = _function(w, label[1])
             if fn is None or fn.node is None:
                 continue
             rest = [a for a in args[k + 1:] if a.keyword is None or a.keyword in fn.params]
-            apply(w, node, fn, rest)
+            if label[0] == "bound":  # a method of an object: the object is its `self`
+                apply(w, node, fn, rest, receiver=frozenset(x for x in arg.taint if x[0] != "bound"))
+            else:
+                apply(w, node, fn, rest)
 
 
 def _root(node) -> str | None:

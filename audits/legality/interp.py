@@ -883,6 +883,10 @@ class FunctionWalk:
         base = self.value(node.value)
         if attr in ("data", "T", "mT", "real"):
             return base
+        from audits.legality import calls
+        bound = calls.bound_method(self, base, attr)
+        if bound:  # `timed_eval(evaluator.run, ...)`: the method, its object passed when called
+            return bound
         return base | self.a.fields.get(attr, EMPTY)
 
     def v_subscript(self, node: cst.Subscript) -> Taint:
