@@ -24,6 +24,7 @@ Labels are tuples whose first item is the kind:
   ("norm",)                      the closed-form normaliser of a one-token tilt (1 + p * (w - 1))
   ("shift", NAME) ("span", lo, hi)   NAME[:, :-1] (previous positions) / the positions a slice keeps
   ("bits",) ("cls", key)         a loss divided by ln 2 / a class of the script, as a value
+  ("bound", key)                 on an object: its method `key` read off it, not yet called
   ("flag", NAME, on)             a setting read from environment variable NAME; `on`: its default
   ("mode", NAME, default)        a setting whose default is a word (`"linear"`), which tests
                                  compare with others (`== "max_conf"`)
