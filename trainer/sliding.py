@@ -172,6 +172,21 @@ def _record(trace: Trace, logits: Tensor, nll: Tensor, positions: Tensor,
         trace.events.append(("score", s, e))
 
 
+def warm_scoring(model, logits_fn: Callable[[Tensor], Tensor], *, seq_len: int,
+                 batch_windows: int) -> None:
+    """Run `logits_fn` once on random tokens (no validation data) at the one batch shape and in
+    the modes score_segments calls it with, so that a compiled `logits_fn` compiles here, before
+    the evaluation's timer, and not in the first scored batch. Nothing is scored."""
+    device = next(model.parameters()).device
+    x = torch.randint(2, model.tok_emb.num_embeddings, (batch_windows, seq_len),
+                      generator=torch.Generator().manual_seed(0))
+    was_training = model.training
+    model.eval()
+    with torch.no_grad(), autocast(device):
+        logits_fn(x.to(device))
+    model.train(was_training)
+
+
 def eval_stream(model, tokens: Tensor, target_bytes: TargetBytes, *, seq_len: int, stride: int,
                 batch_windows: int, logits_fn=None, trace: Trace | None = None,
                 tilt=None) -> tuple[float, float]:
