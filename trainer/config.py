@@ -244,9 +244,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         # #2135's token n-gram tilt: -0.0037 bpb after LoRA TTT on one H100, the evaluation still
         # inside the budget scaled to the validation set (docs/benchmarks.md).
         "ngram_tilt_enabled": True,
-        # #2014's progressive context, 1,024 tokens for the first tenth of training: -0.0032 bpb
-        # quantized on one H100 for 436 bytes of code, the evaluation unchanged; not yet measured
-        # after TTT (docs/benchmarks.md).
+        # #2014's progressive context, 1,024 tokens for the first tenth of training: -0.0028 bpb
+        # after LoRA TTT on one H100 for 436 bytes of code, the evaluation unchanged
+        # (docs/benchmarks.md).
         "train_seq_schedule": "1024@0.1",
     },
     # The challenge's naive baseline (root train_gpt.py; records/.../2026-03-17_NaiveBaseline).
