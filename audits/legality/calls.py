@@ -364,8 +364,10 @@ def method_call(w, node: cst.Call, func: cst.Attribute, args: list[Arg]) -> Tain
     site = w.site(node)
     if name in apis.SIZE_METHODS:
         return EMPTY
-    if name not in _PROTOCOL_METHODS:  # `sampler.sample(...)` of the script's own class: what it
-        own = _own_methods(w, receiver_node, receiver, name)  # does, not what the name usually means
+    if name not in _PROTOCOL_METHODS:
+        # `sampler.sample(...)` of the script's own class: what it does, not what the name
+        # usually means
+        own = _own_methods(w, receiver_node, receiver, name, optimizers=False)
         if own:
             return _run_methods(w, node, own, args, receiver, receiver_node, union)
     if name == "backward":
@@ -532,16 +534,20 @@ def _run_methods(w, node: cst.Call, methods: list[Function], args: list[Arg], re
     return result
 
 
-def _own_methods(w, receiver_node, receiver: Taint, name: str) -> list[Function]:
+def _own_methods(w, receiver_node, receiver: Taint, name: str, *,
+                 optimizers: bool) -> list[Function] | None:
     """The methods `obj.name(...)` runs where `obj` is `self` or an object made from a class of
-    the script (not an optimizer's): the class's own."""
+    the script: the class's own; None where it is neither. Without `optimizers`, none of an
+    optimizer class's (its `step` is read from the call as the update)."""
     if isinstance(receiver_node, cst.Name) and receiver_node.value in ("self", "cls") \
             and w.fn.cls is not None:
         own = _class_method(w, w.fn.cls, name)
         if own is not None:
-            return [] if w.fn.cls.is_optimizer else [own]
+            return [own] if optimizers or not w.fn.cls.is_optimizer else []
     classes = [w.p.classes[label[2]] for label in kinds(receiver, "obj") if label[2] in w.p.classes]
-    if any(info.is_optimizer for info in classes):
+    if not classes:
+        return None
+    if not optimizers and any(info.is_optimizer for info in classes):
         return []
     return [m for m in (_class_method(w, info, name) for info in classes) if m is not None]
 
@@ -549,14 +555,9 @@ def _own_methods(w, receiver_node, receiver: Taint, name: str) -> list[Function]
 def _methods(w, receiver_node, receiver: Taint, name: str) -> list[Function]:
     """The methods a call `obj.name(...)` may run: the class's own when `obj` is `self` or an
     object made from a class of the script; every method of that name when it is unknown."""
-    if isinstance(receiver_node, cst.Name) and receiver_node.value in ("self", "cls") \
-            and w.fn.cls is not None:
-        own = _class_method(w, w.fn.cls, name)
-        if own is not None:
-            return [own]
-    classes = [w.p.classes[label[2]] for label in kinds(receiver, "obj") if label[2] in w.p.classes]
-    if classes:
-        return [m for m in (_class_method(w, info, name) for info in classes) if m is not None]
+    own = _own_methods(w, receiver_node, receiver, name, optimizers=True)
+    if own is not None:
+        return own
     if LOADED in receiver:  # a module loaded at run time: the shipped scripts' own `name`
         found = [fns[name] for rel, fns in w.p.functions.items() if name in fns]
         if found:
