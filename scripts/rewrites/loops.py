@@ -187,12 +187,21 @@ class _ComprehensionToLoop(cst.CSTTransformer):
         inner: cst.BaseStatement = add
         for i, c in reversed(list(enumerate(clauses))):
             for cond in reversed(c.ifs):
-                inner = cst.If(test=cond.test.visit(sub), body=cst.IndentedBlock([inner]))
+                inner = cst.If(test=_grouped(cond.test.visit(sub)), body=cst.IndentedBlock([inner]))
             it = c.iter if i == 0 else c.iter.visit(sub)  # the first iterable is read outside
-            inner = cst.For(target=c.target.visit(sub), iter=it, body=cst.IndentedBlock([inner]))
+            inner = cst.For(target=c.target.visit(sub), iter=_grouped(it),
+                            body=cst.IndentedBlock([inner]))
         first = _stmt(f"{acc} = {init}\n").with_changes(leading_lines=updated.leading_lines)
         last = cst.SimpleStatementLine([s.with_changes(value=cst.Name(acc))])
         return cst.FlattenSentinel([first, inner, last])
+
+
+def _grouped(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`expr` in parentheses where it spans lines: inside the comprehension's brackets it could,
+    in an `if` or `for` header it cannot."""
+    if expr.lpar or "\n" not in cst.Module([]).code_for_node(expr):
+        return expr
+    return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
 class _LoopToComprehension(cst.CSTTransformer):

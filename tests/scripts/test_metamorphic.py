@@ -68,8 +68,10 @@ def slot_delta(window, steps=1):
 
 
 def eval_val(val_tokens, stride, table):
-    scores = [table.score(a, b) for a, b in zip(val_tokens, val_tokens[1:]) if b % 2 == 0]
-    squares = {t: t * t for t in val_tokens[:4]}
+    scores = [table.score(a, b) for a, b in zip(val_tokens, val_tokens[1:]) if b % 2 == 0
+              or a == b]  # a condition over two lines, as an iterable below
+    squares = {t: t * t for t in val_tokens[:2]
+               + val_tokens[2:4]}
     picked = []
     for t in val_tokens:
         if t > 3:
