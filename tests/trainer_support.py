@@ -118,3 +118,21 @@ def assert_as_close_as(ours, plain, exact, slack: float) -> None:
         assert value.dtype == low.dtype and torch.isfinite(value).all()
         error = relative_error(value, expected)
         assert error < 1e-2 and error <= relative_error(low, expected) + slack
+
+
+def counted_compile(options: dict, **settings):
+    """A tiny document-masked model with looping on, and its `forward_logits` compiled with
+    `options` through a backend that appends each graph it is given to the returned list."""
+    from trainer.config import load_config
+    from trainer.model import GPT
+
+    cfg = load_config(env={}, overrides={"PRESET": "tiny", "DOC_MASK": "1", **settings})
+    torch.manual_seed(0)
+    model = GPT(cfg)
+    model.looping_active = True
+    graphs = []
+
+    def count(graph, inputs):
+        graphs.append(graph)
+        return graph.forward
+    return model, torch.compile(model.forward_logits, backend=count, **options), graphs

@@ -8,8 +8,9 @@ from trainer import doc_ttt, probe, sliding
 from trainer.config import load_config
 from trainer.lora import DocAdapters
 from trainer.model import GPT
+from trainer.scoring import LORA_TTT_COMPILE
 from trainer.shards import BOS_ID
-from trainer_support import two_gloo_ranks
+from trainer_support import counted_compile, two_gloo_ranks
 
 N = 321
 SGD = dict(chunk_tokens=64, epochs=1, lr=0.05, momentum=0.9, grad_clip=1.0, batch_seqs=2)
@@ -205,28 +206,11 @@ def test_two_ranks_agree_with_one(tmp_path):
     assert results[0] == results[1]  # every rank reports the same all-reduced figures
 
 
-def _counted_compile(**settings):
-    """A tiny document-masked model with looping on, and its `forward_logits` compiled with LoRA
-    TTT's options through a backend that appends each graph it is given to the returned list."""
-    from trainer.scoring import LORA_TTT_COMPILE
-
-    cfg = load_config(env={}, overrides={"PRESET": "tiny", "DOC_MASK": "1", **settings})
-    torch.manual_seed(0)
-    model = GPT(cfg)
-    model.looping_active = True
-    graphs = []
-
-    def count(graph, inputs):
-        graphs.append(graph)
-        return graph.forward
-    return model, torch.compile(model.forward_logits, backend=count, **LORA_TTT_COMPILE), graphs
-
-
 def test_the_compiled_adapter_pass_is_one_graph_for_every_width():
     """LoRA TTT's pass is compiled with dynamic shapes, each graph a compile of the whole model
     (minutes on the GPU): windows of every width, the first as wide as its chunk and the last
     past the rotary training length, document-masked, must all take the first graph."""
-    model, logits_fn, graphs = _counted_compile(ROPE_TRAIN_SEQ_LEN="32")
+    model, logits_fn, graphs = counted_compile(LORA_TTT_COMPILE, ROPE_TRAIN_SEQ_LEN="32")
     tokens = _tokens(n=200, doc_every=90)
     docs = doc_ttt.documents(tokens)
     assert [hi - lo for lo, hi in docs] == [90, 10, 80, 19]
@@ -245,7 +229,7 @@ def test_the_compiled_adapter_pass_keeps_its_one_graph_through_the_sgd_phases():
     graph: an SGD phase trains the model (its `training` flag, its parameters' requires_grad)
     and must leave nothing a guard of the first graph reads changed. PR #1855's script
     recompiles its whole model after each of its phases (docs/benchmarks.md, seventh run)."""
-    model, logits_fn, graphs = _counted_compile()
+    model, logits_fn, graphs = counted_compile(LORA_TTT_COMPILE)
     tokens = _tokens(n=200, doc_every=30)
     lines = []
     doc_ttt.eval_doc_ttt(model, tokens, _ones, seq_len=32, chunk=8, batch_docs=2, lora_rank=4,
@@ -305,7 +289,7 @@ def test_after_the_warm_up_the_pass_compiles_nothing(monkeypatch):
     documents of every length and the SGD phases between groups, adds no graph, and its windows
     take a bounded set of widths, those of window_width."""
     monkeypatch.setattr(doc_ttt, "WIDTH_STEP", 16)
-    model, compiled, graphs = _counted_compile()
+    model, compiled, graphs = counted_compile(LORA_TTT_COMPILE)
     shapes = []
 
     def logits_fn(x, adapters, keep):

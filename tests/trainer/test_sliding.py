@@ -5,12 +5,11 @@ import torch
 import torch.nn.functional as F
 
 from trainer import sliding
-from trainer.config import load_config
-from trainer.model import GPT
 from trainer.ngram_tilt import NgramTilt
 from trainer.scoring import SCORING_COMPILE
 from trainer.shards import BOS_ID
 from tinylm import byte_table, markov_tokens, tiny_model
+from trainer_support import counted_compile
 
 
 @pytest.mark.parametrize("lo,hi,seq_len,stride", [(0, 100, 32, 8), (0, 20, 32, 8), (64, 200, 32, 8),
@@ -76,19 +75,11 @@ def test_after_the_warm_up_scoring_compiles_nothing():
     """warm_scoring calls the scoring function at the one shape and in the modes the phases do
     (the trainer's document-masked model, looping on): it compiles there, and the non-overlapping
     and sliding phases after it, tilted or not, add no graph."""
-    cfg = load_config(env={}, overrides={"PRESET": "tiny", "DOC_MASK": "1"})
-    torch.manual_seed(0)
-    model = GPT(cfg)
-    model.looping_active = True
-    graphs = []
-
-    def count(graph, inputs):
-        graphs.append(graph)
-        return graph.forward
-    logits_fn = torch.compile(model.forward_logits, backend=count, **SCORING_COMPILE)
+    model, logits_fn, graphs = counted_compile(SCORING_COMPILE)
     sliding.warm_scoring(model, logits_fn, seq_len=32, batch_windows=4)
     assert len(graphs) == 1 and model.training
-    tokens = torch.randint(2, cfg.vocab_size, (301,), generator=torch.Generator().manual_seed(1))
+    tokens = torch.randint(2, model.tok_emb.num_embeddings, (301,),
+                           generator=torch.Generator().manual_seed(1))
     tokens[::50] = BOS_ID
     for stride, tilt in [(32, None), (8, NgramTilt(order=3, threshold=0.5, boost=2.0,
                                                    device=torch.device("cpu")))]:
