@@ -544,7 +544,7 @@ def _own_methods(w, receiver_node, receiver: Taint, name: str, *,
         own = _class_method(w, w.fn.cls, name)
         if own is not None:
             return [own] if optimizers or not w.fn.cls.is_optimizer else []
-    classes = [w.p.classes[label[2]] for label in kinds(receiver, "obj") if label[2] in w.p.classes]
+    classes = _script_classes(w, receiver)
     if not classes:
         return None
     if not optimizers and any(info.is_optimizer for info in classes):
@@ -569,13 +569,18 @@ def bound_method(w, receiver: Taint, name: str) -> Taint:
     """`obj.name` read, not called, where `obj` is an object of a class of the script whose
     `name` is a plain method (not a module's, whose call runs its forward, nor an optimizer's):
     the object, marked with that method, which runs with the object as its first parameter."""
-    classes = [w.p.classes[label[2]] for label in kinds(receiver, "obj") if label[2] in w.p.classes]
+    classes = _script_classes(w, receiver)
     methods = [m for m in (_class_method(w, info, name) for info in classes) if m is not None]
     if any(m.cls.is_module or m.cls.is_optimizer for m in methods):
         return EMPTY
     for fn in methods:
         w.reach(fn.key)
     return receiver | frozenset(("bound", fn.key) for fn in methods) if methods else EMPTY
+
+
+def _script_classes(w, receiver: Taint) -> list[ClassInfo]:
+    """The classes of the script that the objects in `receiver` were made from."""
+    return [w.p.classes[label[2]] for label in kinds(receiver, "obj") if label[2] in w.p.classes]
 
 
 def _class_method(w, cls: ClassInfo, name: str, depth: int = 0) -> Function | None:
